@@ -1,0 +1,335 @@
+//! Wiring: connects the stages, owns shutdown, restarts after transient errors.
+//!
+//! One *attempt* = start the sink thread (fence, read committed offset) → connect the source
+//! at that offset → stream until shutdown or error. A transient error ends the attempt: the
+//! source drops its side of the channel, the sink aborts a half-written source transaction
+//! (or commits one that ended at a boundary), and the next attempt starts again from the
+//! committed offset after a capped exponential backoff. A definite or fenced error stops.
+
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::time::Duration;
+
+use rdkafka::config::ClientConfig;
+use tokio::sync::{mpsc, watch};
+
+use crate::config::route::Router;
+use crate::config::Config;
+use crate::error::{Error, ErrorKind, Result};
+use crate::pipeline::CHANNEL_CAPACITY;
+use crate::position::StartSpec;
+use crate::sink::topics::TopicSettings;
+use crate::sink::{self, SinkSettings, SinkStats};
+use crate::source::preflight::{self, CheckItem};
+use crate::source::server;
+use crate::source::stream::{self, SkipSet, SourceSettings};
+
+/// The librdkafka client config shared by producer, consumer and admin client.
+pub fn client_config(cfg: &Config) -> ClientConfig {
+    let mut c = ClientConfig::new();
+    c.set("bootstrap.servers", &cfg.kafka.bootstrap_servers);
+    for (k, v) in &cfg.kafka.properties {
+        c.set(k, v);
+    }
+    c
+}
+
+/// The sink settings derived from the configuration.
+pub fn sink_settings(cfg: &Config) -> SinkSettings {
+    SinkSettings {
+        name: cfg.name.clone(),
+        transactional_id: cfg.transactional_id(),
+        delivery: cfg.delivery,
+        offsets_topic: cfg.kafka.offsets_topic.clone(),
+        commit_max_ms: cfg.commit.max_ms,
+        commit_max_events: cfg.commit.max_events,
+        idle_offset_ms: cfg.commit.idle_offset_ms,
+        transaction_timeout_ms: cfg.kafka.transaction_timeout_ms,
+        max_buffer_kbytes: cfg.kafka.max_buffer_kbytes,
+        client: client_config(cfg),
+        topics: TopicSettings {
+            partitions: cfg.kafka.partitions,
+            replication_factor: cfg.kafka.replication_factor,
+            config: cfg.kafka.topic_config.clone(),
+        },
+    }
+}
+
+/// Parses `source.start`.
+pub fn start_spec(cfg: &Config) -> Result<StartSpec> {
+    cfg.source
+        .start
+        .parse()
+        .map_err(|e| Error::definite(format!("`source.start`: {e}")))
+}
+
+/// Runs preflight checks against the source and Kafka; returns all items.
+pub async fn preflight(cfg: &Config) -> Result<Vec<CheckItem>> {
+    let mut conn = server::connect(&cfg.source.url, cfg.source.connect_timeout()).await?;
+    let info = server::server_info(&mut conn).await?;
+    let mut items = preflight::check_source(&mut conn, &info, cfg.source.server_id).await;
+    // Kafka: reachable, offsets topic shape.
+    let kcfg = client_config(cfg);
+    let offsets_topic = cfg.kafka.offsets_topic.clone();
+    let name = cfg.name.clone();
+    let settings = sink_settings(cfg);
+    let kafka_items =
+        tokio::task::spawn_blocking(move || kafka_checks(&kcfg, &settings, &offsets_topic, &name))
+            .await
+            .map_err(|e| Error::definite(format!("preflight task failed: {e}")))?;
+    let committed = kafka_items.1;
+    items.extend(kafka_items.0);
+    let start = start_spec(cfg);
+    match (&committed, start) {
+        (Some(pos), _) => {
+            items.push(preflight::check_position(&mut conn, &info, pos, "committed offset").await)
+        }
+        (None, Ok(StartSpec::FilePos(fp))) => {
+            let pos = crate::position::SourcePosition::FilePos(fp);
+            items.push(preflight::check_position(&mut conn, &info, &pos, "configured start").await)
+        }
+        (None, Ok(spec)) => items.push(CheckItem {
+            name: "resume position".into(),
+            problem: None,
+            detail: format!("no committed offset yet; will start at `{spec}`"),
+        }),
+        (None, Err(e)) => items.push(CheckItem {
+            name: "resume position".into(),
+            problem: Some(e.to_string()),
+            detail: format!("source.start = {:?}", cfg.source.start),
+        }),
+    }
+    let _ = conn.disconnect().await;
+    Ok(items)
+}
+
+fn kafka_checks(
+    kcfg: &ClientConfig,
+    settings: &SinkSettings,
+    offsets_topic: &str,
+    name: &str,
+) -> (Vec<CheckItem>, Option<crate::position::SourcePosition>) {
+    let mut items = Vec::new();
+    let topics = match sink::topics::Topics::new(kcfg, settings.topics.clone()) {
+        Ok(t) => t,
+        Err(e) => {
+            items.push(CheckItem {
+                name: "Kafka reachable".into(),
+                problem: Some(e.to_string()),
+                detail: settings_bootstrap(kcfg),
+            });
+            return (items, None);
+        }
+    };
+    match topics.partition_count(offsets_topic) {
+        Err(e) => {
+            items.push(CheckItem {
+                name: "Kafka reachable".into(),
+                problem: Some(format!(
+                    "{e}; check `kafka.bootstrap_servers` and that the brokers are up"
+                )),
+                detail: settings_bootstrap(kcfg),
+            });
+            return (items, None);
+        }
+        Ok(count) => {
+            items.push(CheckItem {
+                name: "Kafka reachable".into(),
+                problem: None,
+                detail: settings_bootstrap(kcfg),
+            });
+            match count {
+                None => {
+                    items.push(CheckItem {
+                        name: "offsets topic".into(),
+                        problem: None,
+                        detail: format!(
+                            "`{offsets_topic}` does not exist yet; run creates it compacted"
+                        ),
+                    });
+                    return (items, None);
+                }
+                Some(_) => {
+                    let mut t = topics;
+                    let r = t.ensure_offsets_topic(offsets_topic);
+                    items.push(CheckItem {
+                        name: "offsets topic".into(),
+                        problem: r.err().map(|e| e.to_string()),
+                        detail: format!("`{offsets_topic}`"),
+                    });
+                }
+            }
+        }
+    }
+    let committed = match sink::offsets::read_committed_offset(
+        kcfg,
+        offsets_topic,
+        name,
+        Duration::from_secs(20),
+    ) {
+        Ok(r) => r.map(|r| r.position),
+        Err(e) => {
+            items.push(CheckItem {
+                name: "committed offset".into(),
+                problem: Some(e.to_string()),
+                detail: String::new(),
+            });
+            None
+        }
+    };
+    (items, committed)
+}
+
+fn settings_bootstrap(c: &ClientConfig) -> String {
+    format!(
+        "bootstrap.servers={}",
+        c.get("bootstrap.servers").unwrap_or_default()
+    )
+}
+
+/// Runs the pipeline until a shutdown signal or a definite error.
+pub async fn run(cfg: Config, shutdown: watch::Receiver<bool>) -> Result<()> {
+    let items = preflight(&cfg).await?;
+    let problems: Vec<&CheckItem> = items.iter().filter(|i| i.problem.is_some()).collect();
+    if !problems.is_empty() {
+        let text = problems
+            .iter()
+            .map(|i| format!("- {}: {}", i.name, i.problem.as_deref().unwrap_or("")))
+            .collect::<Vec<_>>()
+            .join("\n");
+        return Err(Error::definite(format!(
+            "preflight found {} problem(s):\n{text}",
+            problems.len()
+        )));
+    }
+    let router =
+        Arc::new(Router::new(&cfg).map_err(|e| Error::definite(format!("configuration: {e}")))?);
+    let start = start_spec(&cfg)?;
+    let skip: SkipSet = SkipSet::default();
+    let stats = Arc::new(SinkStats::default());
+    let reporter = tokio::spawn(report(stats.clone()));
+    let min = cfg.source.reconnect_backoff_min();
+    let max = cfg.source.reconnect_backoff_max();
+    let mut backoff = min;
+    let mut failures = 0u32;
+    let result = loop {
+        let res = attempt(&cfg, &router, &start, &skip, &stats, shutdown.clone()).await;
+        if *shutdown.borrow() {
+            break res;
+        }
+        match res {
+            Ok(()) => break Ok(()),
+            Err(e) if e.kind() == ErrorKind::Transient => {
+                failures += 1;
+                let limit = cfg.source.max_reconnect_attempts;
+                if limit > 0 && failures > limit {
+                    break Err(Error::definite(format!(
+                        "{e}; gave up after {limit} attempts (`source.max_reconnect_attempts`)"
+                    )));
+                }
+                tracing::warn!(error = %e, retry_in = ?backoff, "transient error; restarting from the committed offset");
+                let mut sd = shutdown.clone();
+                tokio::select! {
+                    _ = tokio::time::sleep(backoff) => {}
+                    _ = sd.changed() => break Ok(()),
+                }
+                backoff = (backoff * 2).min(max);
+            }
+            Err(e) => break Err(e),
+        }
+    };
+    reporter.abort();
+    log_stats(&stats);
+    result
+}
+
+async fn attempt(
+    cfg: &Config,
+    router: &Arc<Router>,
+    start: &StartSpec,
+    skip: &SkipSet,
+    stats: &Arc<SinkStats>,
+    shutdown: watch::Receiver<bool>,
+) -> Result<()> {
+    let (tx, rx) = mpsc::channel(CHANNEL_CAPACITY);
+    let handle = sink::start(
+        sink_settings(cfg),
+        rx,
+        stats.clone(),
+        tokio::runtime::Handle::current(),
+    );
+    let committed = match handle.ready.await {
+        Ok(Ok(c)) => c,
+        Ok(Err(e)) => return Err(e),
+        Err(_) => return join_sink(handle.thread).await,
+    };
+    let source_result = async {
+        let mut conn = server::connect(&cfg.source.url, cfg.source.connect_timeout()).await?;
+        let info = server::server_info(&mut conn).await?;
+        let resume = stream::resolve_start(
+            &mut conn,
+            &info,
+            committed.as_ref().map(|r| &r.position),
+            start,
+        )
+        .await?;
+        match &committed {
+            Some(r) => tracing::info!(position = %r.position, "resuming from the committed offset"),
+            None => tracing::info!(start = %start, "no committed offset; starting at source.start"),
+        }
+        let settings = SourceSettings {
+            url: cfg.source.url.clone(),
+            server_id: cfg.source.server_id,
+            heartbeat: cfg.source.heartbeat(),
+            connect_timeout: cfg.source.connect_timeout(),
+            router: router.clone(),
+        };
+        stream::run(&settings, &info, conn, resume, tx, skip.clone(), shutdown).await
+    }
+    .await;
+    let sink_result = join_sink(handle.thread).await;
+    match (source_result, sink_result) {
+        // A sink failure explains why the source stopped; fenced/definite win over transient.
+        (Ok(()), s) => s,
+        (Err(e), Ok(())) => Err(e),
+        (Err(se), Err(ke)) => {
+            if ke.kind() != ErrorKind::Transient {
+                Err(ke)
+            } else {
+                Err(se)
+            }
+        }
+    }
+}
+
+async fn join_sink(thread: std::thread::JoinHandle<Result<()>>) -> Result<()> {
+    tokio::task::spawn_blocking(move || thread.join())
+        .await
+        .map_err(|e| Error::definite(format!("sink join failed: {e}")))?
+        .map_err(|_| Error::definite("the sink thread panicked"))?
+}
+
+async fn report(stats: Arc<SinkStats>) {
+    let mut tick = tokio::time::interval(Duration::from_secs(10));
+    tick.tick().await;
+    loop {
+        tick.tick().await;
+        log_stats(&stats);
+    }
+}
+
+fn log_stats(stats: &SinkStats) {
+    let txns = stats.txns_committed.load(Ordering::Relaxed);
+    let micros = stats.commit_micros_total.load(Ordering::Relaxed);
+    tracing::info!(
+        records = stats.records_committed.load(Ordering::Relaxed),
+        transactions = txns,
+        aborted = stats.txns_aborted.load(Ordering::Relaxed),
+        mean_commit_ms = if txns > 0 {
+            micros as f64 / txns as f64 / 1000.0
+        } else {
+            0.0
+        },
+        "progress"
+    );
+}

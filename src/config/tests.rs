@@ -1,0 +1,1008 @@
+//! Tests of the configuration: examples, strictness, validation messages, routing,
+//! environment overrides and redaction.
+
+use std::collections::BTreeSet;
+
+use proptest::prelude::*;
+
+use super::*;
+
+const QUICKSTART: &str = include_str!("../../examples/quickstart.toml");
+const FULL: &str = include_str!("../../examples/full.toml");
+
+const MINIMAL: &str = r#"
+name = "shop"
+[source]
+url = "mysql://sluice:sluice@127.0.0.1:3306"
+server_id = 5401
+[kafka]
+bootstrap_servers = "127.0.0.1:9092"
+"#;
+
+fn no_env() -> Vec<(String, String)> {
+    Vec::new()
+}
+
+fn env(pairs: &[(&str, &str)]) -> Vec<(String, String)> {
+    pairs
+        .iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect()
+}
+
+fn parse(text: &str) -> Result<Config, ConfigError> {
+    Config::from_str_with_env(text, no_env())
+}
+
+fn err(text: &str) -> String {
+    match parse(text) {
+        Ok(c) => panic!("expected an error, got {c:?}"),
+        Err(e) => e.to_string(),
+    }
+}
+
+/// MINIMAL with `extra` appended (TOML sections can follow).
+fn with(extra: &str) -> String {
+    format!("{MINIMAL}\n{extra}\n")
+}
+
+/// A config whose `[source]` has the given extra lines.
+fn with_source(extra: &str) -> String {
+    MINIMAL.replace("server_id = 5401", &format!("server_id = 5401\n{extra}"))
+}
+
+fn with_kafka(extra: &str) -> String {
+    MINIMAL.replace(
+        "bootstrap_servers = \"127.0.0.1:9092\"",
+        &format!("bootstrap_servers = \"127.0.0.1:9092\"\n{extra}"),
+    )
+}
+
+fn router(text: &str) -> Router {
+    parse(text).unwrap().router().unwrap()
+}
+
+// ---------------------------------------------------------------- examples
+
+#[test]
+fn quickstart_parses_and_validates() {
+    let c = parse(QUICKSTART).unwrap();
+    assert_eq!(c.name, "quickstart");
+    assert_eq!(c.delivery, Delivery::ExactlyOnce);
+    assert_eq!(c.source.url.host(), "127.0.0.1");
+    assert_eq!(c.source.url.port(), 3306);
+    assert_eq!(c.source.url.user(), Some("sluice"));
+    assert_eq!(c.source.url.password().unwrap().expose(), "sluice");
+    assert_eq!(c.source.server_id, 5401);
+    assert_eq!(c.source.include, vec![r"demo\..*".to_string()]);
+    assert_eq!(c.source.start, "earliest");
+    assert_eq!(c.kafka.bootstrap_servers, "127.0.0.1:9092");
+    assert_eq!(c.commit, CommitConfig::default());
+    assert_eq!(c.routes.len(), 1);
+    assert_eq!(c.transactional_id(), "sluice-quickstart");
+    assert_eq!(c.offset_key(), "quickstart");
+
+    let r = c.router().unwrap();
+    assert!(r.table_included("demo", "orders"));
+    assert!(!r.table_included("other", "orders"));
+    let t = r.resolve("demo", "orders").unwrap().unwrap();
+    assert_eq!(t.topic, "demo.orders");
+    assert_eq!(t.format, Format::Json);
+    assert!(t.key_columns.is_empty());
+    assert!(t.tombstones);
+    assert_eq!(r.resolve("other", "orders").unwrap(), None);
+}
+
+#[test]
+fn full_example_is_all_defaults() {
+    let full = parse(FULL).unwrap();
+    let mut minimal = parse(MINIMAL).unwrap();
+    // full.toml spells out the default route for name = "shop".
+    assert_eq!(minimal.routes, vec![Config::default_route("shop")]);
+    assert_eq!(full.routes[0].pattern, minimal.routes[0].pattern);
+    minimal.routes = full.routes.clone();
+    assert_eq!(full, minimal);
+}
+
+#[test]
+fn full_example_mentions_every_field() {
+    let c = parse(FULL).unwrap();
+    let tree = toml::Value::try_from(&c).unwrap();
+    let mut keys = BTreeSet::new();
+    collect_keys("", &tree, &mut keys);
+    for key in keys {
+        let leaf = key.rsplit('.').next().unwrap();
+        assert!(
+            FULL.contains(&format!("{leaf} =")) || FULL.contains(&format!("[{key}]")),
+            "examples/full.toml does not document `{key}`"
+        );
+    }
+}
+
+fn collect_keys(prefix: &str, v: &toml::Value, out: &mut BTreeSet<String>) {
+    match v {
+        toml::Value::Table(t) => {
+            for (k, v) in t {
+                let path = if prefix.is_empty() {
+                    k.clone()
+                } else {
+                    format!("{prefix}.{k}")
+                };
+                out.insert(path.clone());
+                collect_keys(&path, v, out);
+            }
+        }
+        toml::Value::Array(a) => {
+            for v in a {
+                collect_keys(prefix, v, out);
+            }
+        }
+        _ => {}
+    }
+}
+
+// ---------------------------------------------------------------- defaults
+
+#[test]
+fn defaults() {
+    let c = parse(MINIMAL).unwrap();
+    assert_eq!(c.delivery, Delivery::ExactlyOnce);
+    let s = &c.source;
+    assert!(s.include.is_empty() && s.exclude.is_empty());
+    assert!(!s.include_system_schemas);
+    assert_eq!(s.start, "earliest");
+    assert_eq!(
+        (
+            s.heartbeat_ms,
+            s.connect_timeout_ms,
+            s.reconnect_backoff_min_ms,
+            s.reconnect_backoff_max_ms,
+            s.max_reconnect_attempts
+        ),
+        (5000, 10000, 200, 30000, 0)
+    );
+    let k = &c.kafka;
+    assert_eq!(k.offsets_topic, "_sluice_offsets");
+    assert_eq!((k.partitions, k.replication_factor), (1, -1));
+    assert!(k.topic_config.is_empty() && k.properties.is_empty());
+    assert_eq!(
+        (k.transaction_timeout_ms, k.max_buffer_kbytes),
+        (60000, 32768)
+    );
+    assert_eq!(
+        (
+            c.commit.max_ms,
+            c.commit.max_events,
+            c.commit.idle_offset_ms
+        ),
+        (100, 10000, 10000)
+    );
+    assert_eq!(c.commit.max_interval(), Duration::from_millis(100));
+    assert_eq!(c.source.heartbeat(), Duration::from_secs(5));
+}
+
+#[test]
+fn at_least_once_and_from_str() {
+    let c: Config = with("")
+        .replace(
+            "name = \"shop\"",
+            "name = \"shop\"\ndelivery = \"at-least-once\"",
+        )
+        .parse()
+        .unwrap();
+    assert_eq!(c.delivery, Delivery::AtLeastOnce);
+    assert!(!c.delivery.is_transactional());
+    let e = err(&MINIMAL.replace("name = \"shop\"", "name = \"shop\"\ndelivery = \"once\""));
+    assert!(
+        e.contains("exactly-once") && e.contains("at-least-once"),
+        "{e}"
+    );
+}
+
+// ---------------------------------------------------------------- strictness
+
+#[test]
+fn unknown_keys_are_rejected_naming_the_key() {
+    let cases = [
+        MINIMAL.replace("name = \"shop\"", "name = \"shop\"\nbogus_top = 1"),
+        with_source("bogus_source = 1"),
+        with_kafka("bogus_kafka = 1"),
+        with("[commit]\nbogus_commit = 1"),
+        with("[[route]]\nmatch = \"a\"\ntopic = \"b\"\nbogus_route = 1"),
+    ];
+    for (text, key) in cases.iter().zip([
+        "bogus_top",
+        "bogus_source",
+        "bogus_kafka",
+        "bogus_commit",
+        "bogus_route",
+    ]) {
+        let e = err(text);
+        assert!(e.contains(&format!("unknown field `{key}`")), "{e}");
+        assert!(e.contains("line"), "position missing: {e}");
+    }
+    // Unknown section.
+    let e = err(&with("[sink]\nx = 1"));
+    assert!(e.contains("unknown field `sink`"), "{e}");
+}
+
+#[test]
+fn unknown_key_in_merged_tree_still_names_key_and_section() {
+    // With an override applied, the file alone is still wrong the same way: the error
+    // carries the file position.
+    let e = Config::from_str_with_env(&with_source("bogus = 1"), env(&[("SLUICE_NAME", "x")]))
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains("unknown field `bogus`") && e.contains("line"),
+        "{e}"
+    );
+}
+
+#[test]
+fn missing_and_mistyped_keys() {
+    let e = err(&MINIMAL.replace("server_id = 5401", ""));
+    assert!(e.contains("missing field `server_id`"), "{e}");
+    let e = err(&MINIMAL.replace("name = \"shop\"", ""));
+    assert!(e.contains("missing field `name`"), "{e}");
+    let e = err(&MINIMAL.replace("5401", "\"many\""));
+    assert!(e.contains("server_id") || e.contains("line 5"), "{e}");
+    let e = err("name = ");
+    assert!(e.contains("line 1"), "{e}");
+}
+
+// ---------------------------------------------------------------- validation
+
+fn problems(text: &str) -> Vec<Problem> {
+    match parse(text) {
+        Ok(c) => panic!("expected a validation error, got {c:?}"),
+        Err(e) => {
+            assert!(!e.problems().is_empty(), "not a validation error: {e}");
+            e.problems().to_vec()
+        }
+    }
+}
+
+fn assert_problem(text: &str, path: &str) -> Problem {
+    let ps = problems(text);
+    let p = ps
+        .iter()
+        .find(|p| p.path == path)
+        .unwrap_or_else(|| panic!("no problem at {path}: {ps:?}"))
+        .clone();
+    assert!(!p.found.is_empty() && !p.expected.is_empty() && !p.fix.is_empty());
+    p
+}
+
+#[test]
+fn validation_problems_name_the_setting() {
+    assert_problem(&MINIMAL.replace("\"shop\"", "\"a b\""), "name");
+    assert_problem(&MINIMAL.replace("name = \"shop\"", "name = \"\""), "name");
+    assert_problem(
+        &MINIMAL.replace("\"shop\"", &format!("\"{}\"", "a".repeat(101))),
+        "name",
+    );
+    assert_problem(&MINIMAL.replace("5401", "0"), "source.server_id");
+    assert_problem(&with_source("start = \" \""), "source.start");
+    assert_problem(&with_source("heartbeat_ms = 0"), "source.heartbeat_ms");
+    assert_problem(
+        &with_source("reconnect_backoff_min_ms = 5000\nreconnect_backoff_max_ms = 100"),
+        "source.reconnect_backoff_min_ms",
+    );
+    assert_problem(
+        &MINIMAL.replace("\"127.0.0.1:9092\"", "\"a:1,,b:2\""),
+        "kafka.bootstrap_servers",
+    );
+    assert_problem(
+        &with_kafka("offsets_topic = \"a b\""),
+        "kafka.offsets_topic",
+    );
+    assert_problem(&with_kafka("partitions = 0"), "kafka.partitions");
+    assert_problem(
+        &with_kafka("replication_factor = 0"),
+        "kafka.replication_factor",
+    );
+    assert_problem(
+        &with_kafka("transaction_timeout_ms = 10"),
+        "kafka.transaction_timeout_ms",
+    );
+    assert_problem(
+        &with("[commit]\nmax_ms = 60000"),
+        "kafka.transaction_timeout_ms",
+    );
+    assert_problem(
+        &with_kafka("max_buffer_kbytes = 0"),
+        "kafka.max_buffer_kbytes",
+    );
+    assert_problem(&with("[commit]\nmax_ms = 0"), "commit.max_ms");
+    assert_problem(&with("[commit]\nmax_events = 0"), "commit.max_events");
+    assert_problem(
+        &with("[commit]\nidle_offset_ms = 0"),
+        "commit.idle_offset_ms",
+    );
+    assert_problem(
+        &with("[[route]]\nmatch = 'a'\ntopic = 'b'\nkey_columns = ['id', 'id']"),
+        "route[0].key_columns[1]",
+    );
+}
+
+#[test]
+fn all_problems_reported_at_once() {
+    let text = MINIMAL
+        .replace("5401", "0")
+        .replace("name = \"shop\"", "name = \"a b\"");
+    let ps = problems(&text);
+    assert_eq!(ps.len(), 2, "{ps:?}");
+    let e = err(&text);
+    assert!(
+        e.contains("2 problems") && e.contains("name") && e.contains("server_id"),
+        "{e}"
+    );
+}
+
+#[test]
+fn avro_is_parsed_but_refused() {
+    let text = with("[[route]]\nmatch = 'a'\ntopic = 'b'\nformat = \"avro\"");
+    let c = Config::parse_with_env(&text, no_env()).unwrap();
+    assert_eq!(c.routes[0].format, Format::Avro);
+    let p = assert_problem(&text, "route[0].format");
+    assert!(p
+        .to_string()
+        .contains("format = \"avro\" is not available yet; use \"json\""));
+}
+
+#[test]
+fn reserved_kafka_properties_are_refused() {
+    for (key, mention) in [
+        ("transactional.id", "exactly-once"),
+        ("enable.idempotence", "exactly-once"),
+        ("acks", "exactly-once"),
+        ("isolation.level", "exactly-once"),
+        ("transaction.timeout.ms", "kafka.transaction_timeout_ms"),
+        ("queue.buffering.max.kbytes", "kafka.max_buffer_kbytes"),
+        ("bootstrap.servers", "kafka.bootstrap_servers"),
+        ("metadata.broker.list", "kafka.bootstrap_servers"),
+    ] {
+        let text = with(&format!("[kafka.properties]\n\"{key}\" = \"1\""));
+        let p = assert_problem(&text, &format!("kafka.properties.\"{key}\""));
+        let msg = p.to_string();
+        assert!(msg.contains(key) && msg.contains(mention), "{msg}");
+        assert!(msg.contains("remove it"), "{msg}");
+    }
+}
+
+#[test]
+fn properties_accept_dotted_keys_and_scalars() {
+    let c = parse(&with(
+        "[kafka.properties]\nsecurity.protocol = \"SASL_SSL\"\n\"sasl.mechanism\" = \"PLAIN\"\n\
+         linger.ms = 5\nenable.ssl.certificate.verification = false\n\
+         [kafka.topic_config]\ncleanup.policy = \"compact\"",
+    ))
+    .unwrap();
+    let p = &c.kafka.properties;
+    assert_eq!(p["security.protocol"], "SASL_SSL");
+    assert_eq!(p["sasl.mechanism"], "PLAIN");
+    assert_eq!(p["linger.ms"], "5");
+    assert_eq!(p["enable.ssl.certificate.verification"], "false");
+    assert_eq!(c.kafka.topic_config["cleanup.policy"], "compact");
+
+    // Reserved detection works for dotted keys too.
+    assert_problem(
+        &with("[kafka.properties]\nbootstrap.servers = \"x:1\""),
+        "kafka.properties.\"bootstrap.servers\"",
+    );
+    let e = err(&with("[kafka.properties]\n\"a.b\" = \"1\"\na.b = \"2\""));
+    assert!(e.contains("a.b"), "{e}");
+    let e = err(&with("[kafka.properties]\nx = [1]"));
+    assert!(
+        e.contains("line 10") && e.contains("expected a string"),
+        "{e}"
+    );
+}
+
+// ---------------------------------------------------------------- regexes and routing
+
+#[test]
+fn bad_regex_names_the_path_and_pattern() {
+    let p = assert_problem(
+        &with_source("include = [\"ok\", \"(\"]"),
+        "source.include[1]",
+    );
+    assert!(p.found.contains("`(`"), "{p}");
+    assert_problem(&with_source("exclude = [\"[\"]"), "source.exclude[0]");
+    let text =
+        with("[[route]]\nmatch = 'a'\ntopic = 'b'\n[[route]]\nmatch = 'shop\\.(('\ntopic = 'c'");
+    let p = assert_problem(&text, "route[1].match");
+    assert!(p.found.contains("shop\\.(("), "{p}");
+    assert!(
+        p.found.contains("unclosed"),
+        "regex's own message missing: {p}"
+    );
+}
+
+#[test]
+fn regexes_match_the_whole_name() {
+    let r = router(&with_source("include = [\"shop\\\\..*\"]"));
+    assert!(r.table_included("shop", "t"));
+    assert!(!r.table_included("workshop", "t"));
+    assert!(!r.table_included("shopping", "t"));
+    let r = router(&with("[[route]]\nmatch = 'shop\\..*'\ntopic = 'x'"));
+    assert!(r.route("shop", "t").unwrap().is_some());
+    assert_eq!(r.route("workshop", "t").unwrap(), None);
+    // Alternation stays inside the anchors.
+    let r = router(&with_source("exclude = ['a\\.x|b\\.y']"));
+    assert!(!r.table_included("a", "x") && !r.table_included("b", "y"));
+    assert!(r.table_included("a", "xy") && r.table_included("ab", "y"));
+}
+
+#[test]
+fn include_exclude_and_system_schemas() {
+    let r = router(MINIMAL);
+    assert!(r.table_included("shop", "orders"));
+    for db in [
+        "mysql",
+        "information_schema",
+        "performance_schema",
+        "sys",
+        "MySQL",
+    ] {
+        assert!(!r.table_included(db, "user"), "{db}");
+    }
+    // Even an explicit include does not capture system schemas...
+    let r = router(&with_source(
+        "include = ['.*']\nexclude = ['shop\\.secret.*']",
+    ));
+    assert!(!r.table_included("mysql", "user"));
+    assert!(r.table_included("shop", "orders"));
+    assert!(!r.table_included("shop", "secrets"));
+    // ...unless asked for.
+    let r = router(&with_source(
+        "include = ['mysql\\..*']\ninclude_system_schemas = true",
+    ));
+    assert!(r.table_included("mysql", "user"));
+    assert!(!r.table_included("shop", "orders"));
+}
+
+#[test]
+fn capture_groups_and_placeholders_expand() {
+    let r = router(&with(
+        "[[route]]\nmatch = '(shop)_(\\w+)\\.(.*)'\ntopic = 'cdc.$2.$3-${db}.${table}.${1}'\n\
+         key_columns = ['id']\ntombstones = false",
+    ));
+    let t = r.route("shop_eu", "orders").unwrap().unwrap();
+    assert_eq!(t.topic, "cdc.eu.orders-shop_eu.orders.shop");
+    assert_eq!(t.key_columns, vec!["id".to_string()]);
+    assert!(!t.tombstones);
+    // An optional group that did not participate expands to nothing.
+    let r = router(&with(
+        "[[route]]\nmatch = '(x)?(.*)\\.(.*)'\ntopic = 't.$1$2.$3'",
+    ));
+    assert_eq!(r.route("db", "tb").unwrap().unwrap().topic, "t.db.tb");
+}
+
+#[test]
+fn first_matching_route_wins_and_unmatched_tables_are_not_emitted() {
+    let r = router(&with(
+        "[[route]]\nmatch = 'shop\\.orders'\ntopic = 'orders'\n\
+         [[route]]\nmatch = 'shop\\.(.*)'\ntopic = 'shop.$1'",
+    ));
+    assert_eq!(r.route("shop", "orders").unwrap().unwrap().topic, "orders");
+    assert_eq!(
+        r.route("shop", "items").unwrap().unwrap().topic,
+        "shop.items"
+    );
+    assert_eq!(r.route("crm", "items").unwrap(), None);
+}
+
+#[test]
+fn default_route_derives_from_name() {
+    let c = parse(MINIMAL).unwrap();
+    assert_eq!(c.routes[0].pattern, r"(.*)\.(.*)");
+    assert_eq!(c.routes[0].topic, "shop.$1.$2");
+    let t = c.router().unwrap().route("crm", "users").unwrap().unwrap();
+    assert_eq!(t.topic, "shop.crm.users");
+    assert_eq!(t.format, Format::Json);
+    assert!(t.tombstones && t.key_columns.is_empty());
+    // A programmatic config with no routes gets the same.
+    let mut c = c;
+    c.routes.clear();
+    assert_eq!(c.effective_routes(), vec![Config::default_route("shop")]);
+    assert_eq!(
+        c.router().unwrap().route("a", "b").unwrap().unwrap().topic,
+        "shop.a.b"
+    );
+}
+
+#[test]
+fn topic_templates_are_checked() {
+    let p = assert_problem(
+        &with("[[route]]\nmatch = '(.*)\\.(.*)'\ntopic = 'x.$3'"),
+        "route[0].topic",
+    );
+    assert!(p.found.contains("capture group 3"), "{p}");
+    let p = assert_problem(
+        &with("[[route]]\nmatch = 'a'\ntopic = 'a/b'"),
+        "route[0].topic",
+    );
+    assert!(p.found.contains('/'), "{p}");
+    assert_problem(
+        &with("[[route]]\nmatch = 'a'\ntopic = '$x'"),
+        "route[0].topic",
+    );
+    assert_problem(
+        &with("[[route]]\nmatch = 'a'\ntopic = '..'"),
+        "route[0].topic",
+    );
+}
+
+#[test]
+fn expanded_topics_are_validated() {
+    let r = router(&with("[[route]]\nmatch = '(.*)\\.(.*)'\ntopic = 'x.$2'"));
+    let e = r.route("db", "bad table").unwrap_err().to_string();
+    assert!(
+        e.contains("route[0].topic") && e.contains("db.bad table") && e.contains("`x.bad table`"),
+        "{e}"
+    );
+    let long = "t".repeat(300);
+    assert!(r.route("db", &long).is_err());
+    assert!(r.route("db", "ok_name-1").unwrap().is_some());
+    // A data topic may not be the offsets topic.
+    let r = router(&with("[[route]]\nmatch = '.*'\ntopic = '_sluice_offsets'"));
+    let e = r.route("a", "b").unwrap_err().to_string();
+    assert!(e.contains("offsets_topic"), "{e}");
+}
+
+// ---------------------------------------------------------------- environment
+
+#[test]
+fn env_overrides_apply() {
+    let c = Config::from_str_with_env(
+        MINIMAL,
+        env(&[
+            ("SLUICE_NAME", "other"),
+            ("SLUICE_DELIVERY", "at-least-once"),
+            ("SLUICE_SOURCE_URL", "mysql://u:p@db.example:3307/app"),
+            ("SLUICE_SOURCE_SERVER_ID", "77"),
+            ("SLUICE_SOURCE_START", "latest"),
+            ("SLUICE_SOURCE_INCLUDE", "shop\\..*, crm\\..*"),
+            ("SLUICE_SOURCE_EXCLUDE", ""),
+            ("SLUICE_SOURCE_INCLUDE_SYSTEM_SCHEMAS", "yes"),
+            ("SLUICE_SOURCE_HEARTBEAT_MS", "1000"),
+            ("SLUICE_KAFKA_BOOTSTRAP_SERVERS", "k1:9092,k2:9092"),
+            ("SLUICE_KAFKA_OFFSETS_TOPIC", "offs"),
+            ("SLUICE_KAFKA_REPLICATION_FACTOR", "3"),
+            ("SLUICE_KAFKA_PROPERTY_SASL_PASSWORD", "pw"),
+            ("SLUICE_KAFKA_TOPIC_CONFIG_CLEANUP_POLICY", "compact"),
+            ("SLUICE_COMMIT_MAX_MS", "250"),
+            ("SLUICE_COMMIT_MAX_EVENTS", "5"),
+            ("SLUICE_COMMIT_IDLE_OFFSET_MS", "999"),
+            ("SLUICE_LOG", "debug"),
+            ("SLUICE_CONFIG", "/etc/sluice.toml"),
+            ("SLUICE_CACHE_DIR", "/tmp"),
+            ("SLUICE_TEST_ANYTHING", "1"),
+            ("SLUICE_BENCH_X", "1"),
+            ("SLUICE_KAFKA_PORT", "19092"),
+            ("PATH", "/bin"),
+        ]),
+    )
+    .unwrap();
+    assert_eq!(c.name, "other");
+    assert_eq!(c.transactional_id(), "sluice-other");
+    assert_eq!(c.delivery, Delivery::AtLeastOnce);
+    assert_eq!(c.source.url.host(), "db.example");
+    assert_eq!(c.source.url.port(), 3307);
+    assert_eq!(c.source.url.database(), Some("app"));
+    assert_eq!(c.source.server_id, 77);
+    assert_eq!(c.source.start, "latest");
+    assert_eq!(c.source.include, vec![r"shop\..*", r"crm\..*"]);
+    assert!(c.source.exclude.is_empty());
+    assert!(c.source.include_system_schemas);
+    assert_eq!(c.source.heartbeat_ms, 1000);
+    assert_eq!(c.kafka.bootstrap_servers, "k1:9092,k2:9092");
+    assert_eq!(c.kafka.offsets_topic, "offs");
+    assert_eq!(c.kafka.replication_factor, 3);
+    assert_eq!(c.kafka.properties["sasl.password"], "pw");
+    assert_eq!(c.kafka.topic_config["cleanup.policy"], "compact");
+    assert_eq!(
+        (
+            c.commit.max_ms,
+            c.commit.max_events,
+            c.commit.idle_offset_ms
+        ),
+        (250, 5, 999)
+    );
+    // The default route follows the overridden name.
+    assert_eq!(c.routes[0].topic, "other.$1.$2");
+}
+
+#[test]
+fn env_can_supply_required_settings() {
+    let c = Config::from_str_with_env(
+        "",
+        env(&[
+            ("SLUICE_NAME", "envonly"),
+            ("SLUICE_SOURCE_URL", "mysql://root@localhost"),
+            ("SLUICE_SOURCE_SERVER_ID", "9"),
+            ("SLUICE_KAFKA_BOOTSTRAP_SERVERS", "k:9092"),
+        ]),
+    )
+    .unwrap();
+    assert_eq!(c.name, "envonly");
+    assert_eq!(c.source.url.password(), None);
+}
+
+#[test]
+fn env_property_replaces_dotted_key_from_file() {
+    let c = Config::from_str_with_env(
+        &with("[kafka.properties]\nsasl.mechanism = \"PLAIN\"\nlinger.ms = 5"),
+        env(&[("SLUICE_KAFKA_PROPERTY_SASL_MECHANISM", "SCRAM-SHA-512")]),
+    )
+    .unwrap();
+    assert_eq!(c.kafka.properties["sasl.mechanism"], "SCRAM-SHA-512");
+    assert_eq!(c.kafka.properties["linger.ms"], "5");
+    assert_eq!(c.kafka.properties.len(), 2);
+    // Reserved properties are refused from the environment too.
+    let e = Config::from_str_with_env(MINIMAL, env(&[("SLUICE_KAFKA_PROPERTY_ACKS", "1")]))
+        .unwrap_err();
+    assert_eq!(e.problems()[0].path, "kafka.properties.\"acks\"");
+}
+
+#[test]
+fn unknown_sluice_env_var_is_rejected() {
+    let e =
+        Config::from_str_with_env(MINIMAL, env(&[("SLUICE_SOURCE_SERVERID", "5")])).unwrap_err();
+    let msg = e.to_string();
+    assert!(matches!(e, ConfigError::Env { ref var, .. } if var == "SLUICE_SOURCE_SERVERID"));
+    assert!(msg.contains("SLUICE_SOURCE_SERVERID"), "{msg}");
+    assert!(
+        msg.contains("did you mean SLUICE_SOURCE_SERVER_ID"),
+        "{msg}"
+    );
+    for bad in [
+        "SLUICE_",
+        "SLUICE_ROUTE",
+        "SLUICE_KAFKA_PROPERTIES_X",
+        "SLUICE_KAFKA_PROPERTY_",
+    ] {
+        let e = Config::from_str_with_env(MINIMAL, env(&[(bad, "1")])).unwrap_err();
+        assert!(e.to_string().contains(bad), "{e}");
+    }
+}
+
+#[test]
+fn env_value_errors() {
+    let e = Config::from_str_with_env(MINIMAL, env(&[("SLUICE_COMMIT_MAX_MS", "fast")]))
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains("SLUICE_COMMIT_MAX_MS") && e.contains("`fast`") && e.contains("integer"),
+        "{e}"
+    );
+    let e = Config::from_str_with_env(
+        MINIMAL,
+        env(&[("SLUICE_SOURCE_INCLUDE_SYSTEM_SCHEMAS", "maybe")]),
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(e.contains("true or false"), "{e}");
+    // Out of range for the field: reported by deserialization, naming the setting and
+    // the override.
+    let e = Config::from_str_with_env(MINIMAL, env(&[("SLUICE_SOURCE_SERVER_ID", "-1")]))
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains("server_id") && e.contains("SLUICE_SOURCE_SERVER_ID"),
+        "{e}"
+    );
+    let e = Config::from_str_with_env("source = 1", env(&[("SLUICE_SOURCE_SERVER_ID", "1")]))
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("not a table"), "{e}");
+}
+
+#[test]
+fn env_table_covers_every_scalar_field() {
+    let c = parse(FULL).unwrap();
+    let tree = toml::Value::try_from(&c).unwrap();
+    let table = tree.as_table().unwrap();
+    let mut expected = BTreeSet::new();
+    for (key, value) in table {
+        match value {
+            toml::Value::Table(section)
+                if ["source", "kafka", "commit"].contains(&key.as_str()) =>
+            {
+                for (field, v) in section {
+                    let is_list = matches!(v, toml::Value::Array(_));
+                    if !v.is_table() && (!is_list || field == "include" || field == "exclude") {
+                        expected.insert(env::env_var_name(&[key, field]));
+                    }
+                }
+            }
+            toml::Value::Table(_) | toml::Value::Array(_) => {}
+            _ => {
+                expected.insert(env::env_var_name(&[key]));
+            }
+        }
+    }
+    let known: BTreeSet<String> = env::known_env_vars().into_iter().collect();
+    assert_eq!(known, expected);
+    assert_eq!(env::FIELDS.len(), known.len());
+}
+
+// ---------------------------------------------------------------- secrets
+
+const PASSWORD: &str = "Hunter2Secret";
+
+fn secret_config() -> Config {
+    parse(
+        &MINIMAL
+            .replace(
+                "mysql://sluice:sluice@127.0.0.1:3306",
+                &format!("mysql://sluice:{PASSWORD}@127.0.0.1:3306/shop?ssl-mode=REQUIRED"),
+            )
+            .replace(
+                "bootstrap_servers = \"127.0.0.1:9092\"",
+                &format!(
+                    "bootstrap_servers = \"127.0.0.1:9092\"\n[kafka.properties]\n\
+                 \"sasl.password\" = \"{PASSWORD}\"\n\"sasl.username\" = \"kuser\"\n\
+                 \"ssl.key.pem\" = \"{PASSWORD}\"\nsasl.oauthbearer.config = \"{PASSWORD}\"\n\
+                 \"sasl.oauthbearer.client.secret\" = \"{PASSWORD}\""
+                ),
+            ),
+    )
+    .unwrap()
+}
+
+#[test]
+fn secrets_are_redacted_in_debug_display_and_json() {
+    let c = secret_config();
+    assert_eq!(c.source.url.password().unwrap().expose(), PASSWORD);
+    assert_eq!(c.kafka.properties["sasl.password"], PASSWORD);
+
+    let debug = format!("{c:?}");
+    assert!(!debug.contains(PASSWORD), "{debug}");
+    assert!(debug.contains("kuser") && debug.contains("***"), "{debug}");
+    let pretty = format!("{c:#?}");
+    assert!(!pretty.contains(PASSWORD));
+
+    let display = c.source.url.to_string();
+    assert_eq!(
+        display,
+        "mysql://sluice:***@127.0.0.1:3306/shop?ssl-mode=REQUIRED"
+    );
+    assert!(!format!("{:?}", c.source.url).contains(PASSWORD));
+
+    let json = c.redacted_json();
+    let text = json.to_string();
+    assert!(!text.contains(PASSWORD), "{text}");
+    assert_eq!(
+        json["source"]["url"],
+        "mysql://sluice:***@127.0.0.1:3306/shop?ssl-mode=REQUIRED"
+    );
+    assert_eq!(json["kafka"]["properties"]["sasl.password"], "***");
+    assert_eq!(json["kafka"]["properties"]["sasl.username"], "kuser");
+    assert_eq!(json["name"], "shop");
+    assert_eq!(json["route"][0]["topic"], "shop.$1.$2");
+
+    let toml_text = toml::to_string(&c).unwrap();
+    assert!(!toml_text.contains(PASSWORD));
+}
+
+#[test]
+fn secrets_never_appear_in_errors() {
+    let bad_urls = [
+        format!("mysql://u:{PASSWORD}@host:99999"),
+        format!("http://u:{PASSWORD}@host"),
+        format!("mysql://u:{PASSWORD}@/db"),
+        format!("mysql://u:{PASSWORD}@host/a/b"),
+        format!("mysql://u:{PASSWORD}@host#frag"),
+        format!("mysql://u:pa/{PASSWORD}@host"),
+        format!("u:{PASSWORD}@host"),
+    ];
+    for url in &bad_urls {
+        let text = MINIMAL.replace("mysql://sluice:sluice@127.0.0.1:3306", url);
+        let e = err(&text);
+        assert!(!e.contains(PASSWORD), "{url}: {e}");
+        assert!(e.contains("url"), "{url}: {e}");
+        let e = Config::from_str_with_env(MINIMAL, env(&[("SLUICE_SOURCE_URL", url)]))
+            .unwrap_err()
+            .to_string();
+        assert!(!e.contains(PASSWORD), "{url}: {e}");
+    }
+    // A TOML syntax error on the URL line quotes the line: redacted.
+    let text = MINIMAL.replace(
+        "url = \"mysql://sluice:sluice@127.0.0.1:3306\"",
+        &format!("url = \"mysql://sluice:{PASSWORD}@127.0.0.1:3306\" junk"),
+    );
+    let e = err(&text);
+    assert!(e.contains("line") && !e.contains(PASSWORD), "{e}");
+    // Inline table with an unknown key on the URL line.
+    let text = format!(
+        "name = \"x\"\nsource = {{ url = \"mysql://u:{PASSWORD}@h\", server_id = 1, bogus = 2 }}\n\
+         [kafka]\nbootstrap_servers = \"k:1\"\n"
+    );
+    let e = err(&text);
+    assert!(e.contains("bogus") && !e.contains(PASSWORD), "{e}");
+    // A syntax error on a secret property line.
+    let e = err(&with(&format!(
+        "[kafka.properties]\n\"sasl.password\" = \"{PASSWORD}"
+    )));
+    assert!(!e.contains(PASSWORD), "{e}");
+    // A validation error elsewhere does not print the URL password.
+    let text = MINIMAL
+        .replace("sluice:sluice", &format!("sluice:{PASSWORD}"))
+        .replace("5401", "0");
+    let e = err(&text);
+    assert!(!e.contains(PASSWORD), "{e}");
+}
+
+#[test]
+fn source_url_accessors() {
+    let u =
+        SourceUrl::parse("mysql://us%40er:p%3Aw%40d@[::1]/my%20db?ssl-mode=REQUIRED&x=1").unwrap();
+    assert_eq!(u.host(), "::1");
+    assert_eq!(u.port(), 3306);
+    assert_eq!(u.user(), Some("us@er"));
+    assert_eq!(u.password().unwrap().expose(), "p:w@d");
+    assert_eq!(u.database(), Some("my db"));
+    assert_eq!(u.param("ssl-mode"), Some("REQUIRED"));
+    assert_eq!(u.params().len(), 2);
+    assert!(!u.to_string().contains("p%3Aw"), "{u}");
+    assert!(u.expose_url().contains("p%3Aw%40d"));
+
+    let u = SourceUrl::parse("mysql://h:3307").unwrap();
+    assert_eq!(
+        (u.host(), u.port(), u.user(), u.database()),
+        ("h", 3307, None, None)
+    );
+    assert!(u.password().is_none());
+    assert_eq!(u.to_string(), "mysql://h:3307");
+
+    let u = SourceUrl::parse("mysql://u:pw@h/?password=qq&ok=1").unwrap();
+    assert!(
+        !u.to_string().contains("qq") && u.to_string().contains("ok=1"),
+        "{u}"
+    );
+
+    for bad in [
+        "",
+        "mysql://",
+        "mysql:///db",
+        "postgres://h",
+        "mysql://h/a/b",
+        "not a url",
+    ] {
+        assert!(SourceUrl::parse(bad).is_err(), "{bad}");
+    }
+}
+
+#[test]
+fn secret_wrapper() {
+    let s = Secret::new("pw".to_string());
+    assert_eq!(format!("{s}"), "***");
+    assert_eq!(format!("{s:?}"), "***");
+    assert_eq!(serde_json::to_string(&s).unwrap(), "\"***\"");
+    assert_eq!(s.expose(), "pw");
+    let d: Secret<String> = serde_json::from_str("\"x\"").unwrap();
+    assert_eq!(d.into_inner(), "x");
+    assert!(is_secret_key("sasl.password") && is_secret_key("SSL.KEY.PASSWORD"));
+    assert!(is_secret_key("sasl.oauthbearer.config") && is_secret_key("ssl.key.pem"));
+    assert!(!is_secret_key("sasl.username"));
+}
+
+#[test]
+fn redact_text_lines() {
+    assert_eq!(
+        redact_text("5 | url = \"mysql://u:pw@h\"\n  |  ^\n"),
+        "5 | (line not shown: it may contain a secret)\n  |  ^\n"
+    );
+    assert_eq!(
+        redact_text("x = \"mysql://h:3306/db\""),
+        "x = \"mysql://h:3306/db\""
+    );
+    assert_eq!(
+        redact_text("3 | \"sasl.password\" = \"abc\"\nnext"),
+        "3 | (line not shown: it may contain a secret)\nnext"
+    );
+    assert_eq!(
+        redact_text("invalid string \"mysql://u:p:w@h@h2/db\", in sasl.password = abc"),
+        "invalid string \"mysql://u:***@h2/db\", in sasl.password = ***"
+    );
+    assert_eq!(
+        redact_text("12 | include = [\"a\"]\n   |  ^"),
+        "12 | include = [\"a\"]\n   |  ^"
+    );
+}
+
+// ---------------------------------------------------------------- loading files
+
+#[test]
+fn load_reads_a_file_and_reports_missing_ones() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("sluice.toml");
+    std::fs::write(&path, QUICKSTART).unwrap();
+    // Config::load reads the process environment; only run the positive case when it
+    // holds no SLUICE_ variables that would change the outcome.
+    let clean = std::env::vars_os().all(|(k, _)| {
+        k.to_str()
+            .is_none_or(|k| !k.starts_with("SLUICE_") || env::is_read_elsewhere(k))
+    });
+    if clean {
+        let c = Config::load(&path).unwrap();
+        assert_eq!(c.name, "quickstart");
+    }
+
+    let missing = dir.path().join("nope.toml");
+    let e = Config::load(&missing).unwrap_err();
+    assert!(matches!(e, ConfigError::NotFound { .. }));
+    let msg = e.to_string();
+    assert!(
+        msg.contains("nope.toml") && msg.contains("not found"),
+        "{msg}"
+    );
+
+    let bad = dir.path().join("bad.toml");
+    std::fs::write(&bad, MINIMAL.replace("5401", "0")).unwrap();
+    if clean {
+        let e = Config::load(&bad).unwrap_err();
+        assert!(e.to_string().contains("bad.toml"), "{e}");
+        assert_eq!(e.problems()[0].path, "source.server_id");
+    }
+
+    let e = Config::load(dir.path()).unwrap_err();
+    assert!(
+        e.to_string().contains(&dir.path().display().to_string()),
+        "{e}"
+    );
+}
+
+// ---------------------------------------------------------------- properties
+
+proptest! {
+    #[test]
+    fn password_never_leaks(pw in "[A-Za-z0-9!$&()*+,;=._~-]{6,24}") {
+        prop_assume!(!"mysql://sluice@127.0.0.1:3306".contains(pw.as_str()));
+        let url = format!("mysql://sluice:{pw}@127.0.0.1:3306");
+        let text = MINIMAL
+            .replace("mysql://sluice:sluice@127.0.0.1:3306", &url)
+            .replace(
+                "bootstrap_servers = \"127.0.0.1:9092\"",
+                &format!("bootstrap_servers = \"127.0.0.1:9092\"\n[kafka.properties]\n\"sasl.password\" = '{}'", pw),
+            );
+        let c = parse(&text).unwrap();
+        let shown = [
+            format!("{c:?}"),
+            c.source.url.to_string(),
+            c.redacted_json().to_string(),
+        ];
+        for s in shown {
+            prop_assert!(!s.contains(pw.as_str()), "{}", s);
+        }
+        // Broken variants of the same URL.
+        for broken in [format!("{url}:99999"), format!("{url}/a/b"), format!("{url}#f")] {
+            let t = MINIMAL.replace("mysql://sluice:sluice@127.0.0.1:3306", &broken);
+            if let Err(e) = parse(&t) {
+                prop_assert!(!e.to_string().contains(pw.as_str()), "{}", e);
+            }
+        }
+    }
+
+    #[test]
+    fn default_route_expands_any_legal_names(db in "[a-z0-9_]{1,20}", table in "[a-z0-9_$]{1,20}") {
+        let r = router(MINIMAL);
+        let t = r.route(&db, &table);
+        if table.contains('$') {
+            prop_assert!(t.is_err());
+        } else {
+            prop_assert_eq!(t.unwrap().unwrap().topic, format!("shop.{db}.{table}"));
+        }
+    }
+
+    #[test]
+    fn include_matches_whole_name_only(prefix in "[a-z]{1,5}", db in "[a-z]{1,8}") {
+        let r = router(&with_source(&format!("include = ['{db}\\..*']")));
+        prop_assert!(r.table_included(&db, "t"));
+        let other = format!("{prefix}{db}");
+        prop_assert!(!r.table_included(&other, "t"));
+    }
+}

@@ -1,0 +1,4 @@
+//! Encoders: (table schema, row change) → Kafka key/value bytes.
+
+pub mod json;
+pub mod json_value;

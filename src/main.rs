@@ -1,0 +1,187 @@
+//! The `sluice` command line: run | check | offsets show | offsets set.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::Duration;
+
+use clap::{Parser, Subcommand};
+use tokio::sync::watch;
+
+use sluice::config::Config;
+use sluice::error::{Error, ErrorKind};
+
+#[derive(Parser)]
+#[command(
+    name = "sluice",
+    version,
+    about = "Exactly-once MySQL/MariaDB binlog → Kafka"
+)]
+struct Cli {
+    #[command(subcommand)]
+    cmd: Cmd,
+}
+
+#[derive(Subcommand)]
+enum Cmd {
+    /// Stream binlog changes into Kafka until SIGINT/SIGTERM.
+    Run {
+        /// Path of the TOML configuration.
+        #[arg(long, short, env = "SLUICE_CONFIG")]
+        config: PathBuf,
+    },
+    /// Preflight: check the source and Kafka, report each item; non-zero exit on problems.
+    Check {
+        /// Path of the TOML configuration.
+        #[arg(long, short, env = "SLUICE_CONFIG")]
+        config: PathBuf,
+    },
+    /// Show or set the committed source offset.
+    Offsets {
+        #[command(subcommand)]
+        cmd: OffsetsCmd,
+    },
+}
+
+#[derive(Subcommand)]
+enum OffsetsCmd {
+    /// Print the committed position (read_committed).
+    Show {
+        /// Path of the TOML configuration.
+        #[arg(long, short, env = "SLUICE_CONFIG")]
+        config: PathBuf,
+    },
+    /// Fence any running instance, then commit a new position (e.g. after a purged binlog).
+    Set {
+        /// Path of the TOML configuration.
+        #[arg(long, short, env = "SLUICE_CONFIG")]
+        config: PathBuf,
+        /// `gtid:<set>`, `gtid:<list>` or `file:<name>:<pos>`.
+        #[arg(long)]
+        position: String,
+    },
+}
+
+fn main() -> ExitCode {
+    tracing_subscriber::fmt()
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_env("SLUICE_LOG")
+                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info")),
+        )
+        .with_target(false)
+        .init();
+    let cli = Cli::parse();
+    let rt = match tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+    {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("error: cannot start the runtime: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    match rt.block_on(dispatch(cli)) {
+        Ok(code) => code,
+        Err(e) => {
+            tracing::error!(kind = %e.kind(), "{e}");
+            eprintln!("error: {e}");
+            ExitCode::from(match e.kind() {
+                ErrorKind::Fenced => 3,
+                _ => 1,
+            })
+        }
+    }
+}
+
+fn load(path: &std::path::Path) -> Result<Config, Error> {
+    Config::load(path).map_err(|e| Error::definite(e.to_string()))
+}
+
+async fn dispatch(cli: Cli) -> Result<ExitCode, Error> {
+    match cli.cmd {
+        Cmd::Run { config } => {
+            let cfg = load(&config)?;
+            tracing::info!(name = %cfg.name, delivery = %cfg.delivery, config = %cfg.redacted_json(), "starting");
+            let (tx, rx) = watch::channel(false);
+            tokio::spawn(async move {
+                wait_for_signal().await;
+                tracing::info!("shutdown requested: finishing the open transaction");
+                let _ = tx.send(true);
+            });
+            sluice::app::run(cfg, rx).await?;
+            tracing::info!("stopped");
+            Ok(ExitCode::SUCCESS)
+        }
+        Cmd::Check { config } => {
+            let cfg = load(&config)?;
+            let items = sluice::app::preflight(&cfg).await?;
+            let mut bad = 0;
+            for i in &items {
+                match &i.problem {
+                    None => println!("ok       {:<20} {}", i.name, i.detail),
+                    Some(p) => {
+                        bad += 1;
+                        println!("PROBLEM  {:<20} {}\n         {p}", i.name, i.detail);
+                    }
+                }
+            }
+            if bad > 0 {
+                println!("{bad} problem(s)");
+                Ok(ExitCode::from(1))
+            } else {
+                println!("all checks passed");
+                Ok(ExitCode::SUCCESS)
+            }
+        }
+        Cmd::Offsets { cmd } => match cmd {
+            OffsetsCmd::Show { config } => {
+                let cfg = load(&config)?;
+                let rec = tokio::task::spawn_blocking(move || {
+                    sluice::sink::offsets::read_committed_offset(
+                        &sluice::app::client_config(&cfg),
+                        &cfg.kafka.offsets_topic,
+                        &cfg.name,
+                        Duration::from_secs(30),
+                    )
+                })
+                .await
+                .map_err(|e| Error::definite(e.to_string()))??;
+                match rec {
+                    Some(r) => println!("{}", serde_json::to_string_pretty(&r).unwrap_or_default()),
+                    None => println!("no committed offset"),
+                }
+                Ok(ExitCode::SUCCESS)
+            }
+            OffsetsCmd::Set { config, position } => {
+                let cfg = load(&config)?;
+                let pos = sluice::sink::offsets::parse_operator_position(&position)?;
+                let shown = pos.to_string();
+                tokio::task::spawn_blocking(move || {
+                    sluice::sink::set_offset(&sluice::app::sink_settings(&cfg), pos)
+                })
+                .await
+                .map_err(|e| Error::definite(e.to_string()))??;
+                println!("committed offset set to {shown}; any running instance was fenced");
+                Ok(ExitCode::SUCCESS)
+            }
+        },
+    }
+}
+
+async fn wait_for_signal() {
+    use tokio::signal::unix::{signal, SignalKind};
+    let term = signal(SignalKind::terminate());
+    let int = signal(SignalKind::interrupt());
+    match (term, int) {
+        (Ok(mut t), Ok(mut i)) => {
+            tokio::select! {
+                _ = t.recv() => {}
+                _ = i.recv() => {}
+            }
+        }
+        _ => {
+            let _ = tokio::signal::ctrl_c().await;
+        }
+    }
+}

@@ -1,0 +1,118 @@
+//! What flows between the stages: whole source transactions, cut into bounded messages.
+//!
+//! The source sends, per source transaction, `Begin`, any number of `Rows` (one binlog rows
+//! event each, so a message is small whatever the transaction's size), then `Commit` carrying
+//! the position *after* the transaction. The channel is bounded: when the sink is slow, the
+//! source waits, so memory does not grow with transaction size or backlog.
+//!
+//! Positions only travel on `Commit` (and `Progress` for binlog stretches without included
+//! rows): the sink can therefore only ever record a source commit boundary as its offset.
+
+use std::sync::Arc;
+
+use crate::config::route::RouteTarget;
+use crate::position::SourcePosition;
+use crate::schema::TableSchema;
+use crate::source::rows::{RowImage, RowsKind};
+
+/// Capacity of the source → sink channel, in messages (one rows event or boundary each).
+pub const CHANNEL_CAPACITY: usize = 256;
+
+/// A table as the sink sees it: its schema and where its changes go.
+#[derive(Debug)]
+pub struct TableCtx {
+    /// Columns, types and primary key.
+    pub schema: Arc<TableSchema>,
+    /// Topic, format, key columns and tombstone setting.
+    pub route: RouteTarget,
+    /// Indexes of the key columns (the primary key or the route's `key_columns`); empty for
+    /// tables without either, whose records get a null key.
+    pub key_idx: Vec<usize>,
+    /// Each column's name as an escaped JSON object key with its colon (`"name":`), computed
+    /// once per table version so the encoder does not escape names per row.
+    pub json_names: Vec<String>,
+}
+
+impl TableCtx {
+    /// Builds the context, resolving key columns and precomputing the JSON field names.
+    pub fn new(schema: Arc<TableSchema>, route: RouteTarget, key_idx: Vec<usize>) -> Self {
+        let json_names = schema
+            .columns
+            .iter()
+            .map(|c| {
+                let mut out = Vec::with_capacity(c.name.len() + 3);
+                crate::encode::json_value::write_json_string(&mut out, &c.name);
+                out.push(b':');
+                String::from_utf8_lossy(&out).into_owned()
+            })
+            .collect();
+        TableCtx {
+            schema,
+            route,
+            key_idx,
+            json_names,
+        }
+    }
+}
+
+/// Metadata of one source transaction, for the envelope's `source` and `transaction` blocks.
+#[derive(Debug, Clone, Default)]
+pub struct TxnMeta {
+    /// GTID text of the transaction (`uuid:n` or `d-s-n`), if the server uses GTIDs.
+    pub gtid: Option<String>,
+    /// Binlog file of the transaction's first event.
+    pub file: Arc<str>,
+    /// Position of the transaction's first event.
+    pub pos: u64,
+    /// Commit timestamp on the source, seconds since the epoch.
+    pub ts_sec: u32,
+    /// Source server id.
+    pub server_id: u32,
+    /// Connection (thread) id that ran the transaction, when the binlog says it.
+    pub thread: Option<u32>,
+    /// `mysql` or `mariadb`: the envelope's `source.connector`.
+    pub connector: &'static str,
+}
+
+impl TxnMeta {
+    /// The transaction id written in the envelope: the GTID, or `file:pos` without GTIDs.
+    pub fn id(&self) -> String {
+        match &self.gtid {
+            Some(g) => g.clone(),
+            None => format!("{}:{}", self.file, self.pos),
+        }
+    }
+}
+
+/// One message from the source stage to the sink.
+#[derive(Debug)]
+pub enum Change {
+    /// A source transaction that touches included tables starts.
+    Begin(TxnMeta),
+    /// Decoded rows of one binlog rows event of the open transaction.
+    Rows {
+        /// The table and its route.
+        table: Arc<TableCtx>,
+        /// Insert, update or delete.
+        kind: RowsKind,
+        /// The row images of the event.
+        rows: Vec<RowImage>,
+        /// Binlog position of the rows event (start).
+        pos: u64,
+    },
+    /// The open transaction committed; the source resumes at `position` after it.
+    Commit {
+        /// Position after the transaction.
+        position: SourcePosition,
+        /// Commit time on the source, ms since the epoch.
+        ts_ms: u64,
+    },
+    /// The source moved past binlog without included rows (filtered tables, DDL, heartbeats):
+    /// the sink records it now and then so a restart does not replay it.
+    Progress {
+        /// Position at a transaction boundary.
+        position: SourcePosition,
+        /// Event time on the source, ms since the epoch.
+        ts_ms: u64,
+    },
+}

@@ -1,0 +1,1408 @@
+//! Table schemas reconstructed from binlog `TABLE_MAP` events.
+//!
+//! A [`TableSchema`] is built once per `TABLE_MAP` from the event's column types,
+//! per-column metadata and the *optional metadata* block that MySQL ≥ 8.0.1 and
+//! MariaDB ≥ 10.5 log with `binlog_row_metadata=FULL` (column names, signedness,
+//! charsets, ENUM/SET member strings, primary key, vector dimensions).
+//!
+//! Invariants of a successfully built schema:
+//!
+//! * `columns.len()` equals the table map's column count and columns are in table
+//!   order (the order of values in row images);
+//! * every index in `primary_key` is `< columns.len()`;
+//! * every column's [`ColumnKind`] is one the row decoder can decode
+//!   (unsupported binlog types are rejected here with [`SchemaError::UnsupportedType`]).
+//!
+//! The table map is read from its serialized bytes (via mysql_common's
+//! `MySerialize`) by a bounds-checked parser in this module, which is shared with
+//! the row decoder (`crate::source::rows`) so both agree on types and metadata.
+
+pub mod column;
+
+pub use column::{charset_kind, decode_text, CharsetKind, Column, ColumnKind, BINARY_CHARSET};
+
+use mysql_common::binlog::events::TableMapEvent;
+use mysql_common::proto::MySerialize;
+
+/// A table's columns and primary key as described by a `TABLE_MAP` event.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TableSchema {
+    /// Database (schema) name.
+    pub db: String,
+    /// Table name.
+    pub table: String,
+    /// Columns in table order.
+    pub columns: Vec<Column>,
+    /// Column indexes of the primary key in key order (empty if the table has none),
+    /// from the `SIMPLE_PRIMARY_KEY` or `PRIMARY_KEY_WITH_PREFIX` optional metadata.
+    pub primary_key: Vec<usize>,
+}
+
+/// Which server wrote the binlog; matters for one detail of the charset metadata
+/// (MariaDB counts GEOMETRY columns as character columns, MySQL does not).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum ServerFlavor {
+    /// Infer from the metadata itself (exact unless a table has GEOMETRY columns
+    /// and its charsets are logged in the compact "default + exceptions" form with no
+    /// exception after the first GEOMETRY column, where both readings agree anyway
+    /// for every column but the geometry ones).
+    #[default]
+    Auto,
+    /// Oracle MySQL (and Percona Server).
+    MySql,
+    /// MariaDB.
+    MariaDb,
+}
+
+/// Why a `TABLE_MAP` could not be turned into a [`TableSchema`].
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum SchemaError {
+    /// The table map has no column names: the server does not log full metadata.
+    #[error(
+        "TABLE_MAP for `{db}`.`{table}` has no column names: set binlog_row_metadata=FULL \
+         on the source server (MySQL >= 8.0.1, MariaDB >= 10.5) so that table maps carry \
+         column names, charsets, ENUM/SET values and the primary key"
+    )]
+    NoFullMetadata {
+        /// Database name.
+        db: String,
+        /// Table name.
+        table: String,
+    },
+    /// The event bytes are inconsistent or truncated.
+    #[error("TABLE_MAP for `{db}`.`{table}` is malformed: {detail}")]
+    Malformed {
+        /// Database name (may be empty if the event was too short to contain it).
+        db: String,
+        /// Table name (may be empty if the event was too short to contain it).
+        table: String,
+        /// What was wrong.
+        detail: String,
+    },
+    /// A column has a binlog type this crate cannot decode.
+    #[error(
+        "TABLE_MAP for `{db}`.`{table}`: column #{index} `{column}` has unsupported binlog \
+         type {type_code} ({detail})"
+    )]
+    UnsupportedType {
+        /// Database name.
+        db: String,
+        /// Table name.
+        table: String,
+        /// Column index (0-based).
+        index: usize,
+        /// Column name (`@<index+1>` if names were not logged).
+        column: String,
+        /// Binlog column type byte.
+        type_code: u8,
+        /// Explanation.
+        detail: &'static str,
+    },
+}
+
+impl TableSchema {
+    /// Builds the schema from a `TABLE_MAP` event, inferring the server flavor.
+    ///
+    /// Requires `binlog_row_metadata=FULL` (column names); see [`SchemaError`].
+    pub fn from_table_map(tme: &TableMapEvent<'_>) -> Result<Self, SchemaError> {
+        Self::from_table_map_with_flavor(tme, ServerFlavor::Auto)
+    }
+
+    /// Like [`TableSchema::from_table_map`] with the server flavor given explicitly.
+    pub fn from_table_map_with_flavor(
+        tme: &TableMapEvent<'_>,
+        flavor: ServerFlavor,
+    ) -> Result<Self, SchemaError> {
+        let raw = RawTableMap::from_event(tme)?;
+        Self::from_raw(&raw, flavor)
+    }
+
+    /// Column indexes of the primary key, in key order (empty: no primary key).
+    pub fn key_columns(&self) -> &[usize] {
+        &self.primary_key
+    }
+
+    /// Index of the column called `name`, if any (exact, case-sensitive match).
+    pub fn column_index(&self, name: &str) -> Option<usize> {
+        self.columns.iter().position(|c| c.name == name)
+    }
+
+    /// Builds the schema from an already parsed table map.
+    pub(crate) fn from_raw(raw: &RawTableMap, flavor: ServerFlavor) -> Result<Self, SchemaError> {
+        let n = raw.columns.len();
+        let malformed = |detail: String| SchemaError::Malformed {
+            db: raw.db.clone(),
+            table: raw.table.clone(),
+            detail,
+        };
+        let mut opt = OptionalMetadata::parse(&raw.optional, n).map_err(malformed)?;
+
+        let names = match opt.column_names.take() {
+            Some(names) => names,
+            None => {
+                if n == 0 {
+                    Vec::new()
+                } else {
+                    return Err(SchemaError::NoFullMetadata {
+                        db: raw.db.clone(),
+                        table: raw.table.clone(),
+                    });
+                }
+            }
+        };
+        if names.len() != n {
+            return Err(malformed(format!(
+                "{} column names for {} columns",
+                names.len(),
+                n
+            )));
+        }
+
+        // Reject unsupported column types first (with the column's name).
+        for (index, col) in raw.columns.iter().enumerate() {
+            if let RealType::Unsupported(detail) = col.real {
+                return Err(SchemaError::UnsupportedType {
+                    db: raw.db.clone(),
+                    table: raw.table.clone(),
+                    index,
+                    column: names.get(index).cloned().unwrap_or_default(),
+                    type_code: col.type_code,
+                    detail,
+                });
+            }
+        }
+
+        let unsigned = signedness(raw, opt.signedness.as_deref()).map_err(malformed)?;
+        let charsets = char_charsets(raw, &opt, flavor).map_err(malformed)?;
+        let enum_set_charsets = enum_set_charsets(raw, &opt).map_err(malformed)?;
+
+        let mut enum_values = opt.enum_values.unwrap_or_default().into_iter();
+        let mut set_values = opt.set_values.unwrap_or_default().into_iter();
+        let mut dims = opt.vector_dims.unwrap_or_default().into_iter();
+
+        let mut columns = Vec::with_capacity(n);
+        for (i, (col, name)) in raw.columns.iter().zip(names).enumerate() {
+            let unsigned = unsigned.get(i).copied().unwrap_or(false);
+            let charset = charsets.get(i).copied().flatten().unwrap_or(0);
+            let es_charset = enum_set_charsets.get(i).copied().flatten().unwrap_or(0);
+            let kind = match col.real {
+                RealType::Tiny => ColumnKind::TinyInt { unsigned },
+                RealType::Short => ColumnKind::SmallInt { unsigned },
+                RealType::Int24 => ColumnKind::MediumInt { unsigned },
+                RealType::Long => ColumnKind::Int { unsigned },
+                RealType::LongLong => ColumnKind::BigInt { unsigned },
+                RealType::Float => ColumnKind::Float,
+                RealType::Double => ColumnKind::Double,
+                RealType::NewDecimal { precision, scale } => {
+                    ColumnKind::Decimal { precision, scale }
+                }
+                RealType::Date => ColumnKind::Date,
+                RealType::Time | RealType::Time2 { .. } => ColumnKind::Time { fsp: col.fsp() },
+                RealType::DateTime | RealType::DateTime2 { .. } => {
+                    ColumnKind::DateTime { fsp: col.fsp() }
+                }
+                RealType::Timestamp | RealType::Timestamp2 { .. } => {
+                    ColumnKind::Timestamp { fsp: col.fsp() }
+                }
+                RealType::Year => ColumnKind::Year,
+                RealType::VarChar { max_bytes } => ColumnKind::String {
+                    charset,
+                    binary: charset == BINARY_CHARSET,
+                    fixed: false,
+                    max_bytes,
+                },
+                RealType::Char { max_bytes } => ColumnKind::String {
+                    charset,
+                    binary: charset == BINARY_CHARSET,
+                    fixed: true,
+                    max_bytes,
+                },
+                RealType::Blob { .. } => ColumnKind::Blob {
+                    charset,
+                    binary: charset == BINARY_CHARSET,
+                },
+                RealType::Enum { .. } => ColumnKind::Enum {
+                    values: member_strings(enum_values.next(), es_charset),
+                },
+                RealType::Set { .. } => ColumnKind::Set {
+                    values: member_strings(set_values.next(), es_charset),
+                },
+                RealType::Bit { bits, .. } => ColumnKind::Bit { bits },
+                RealType::Json { .. } => ColumnKind::Json,
+                RealType::Geometry { .. } => ColumnKind::Geometry,
+                RealType::Vector { .. } => ColumnKind::Vector {
+                    dimensions: dims.next().and_then(|d| u32::try_from(d).ok()),
+                },
+                RealType::Unsupported(_) => {
+                    // Rejected above; keep the match exhaustive without panicking.
+                    return Err(malformed(format!("column #{i} has an unsupported type")));
+                }
+            };
+            columns.push(Column {
+                name,
+                kind,
+                nullable: raw.nullable(i),
+            });
+        }
+
+        let primary_key = match (opt.simple_pk, opt.pk_with_prefix) {
+            (Some(pk), _) => pk,
+            (None, Some(pk)) => pk,
+            (None, None) => Vec::new(),
+        };
+        if let Some(bad) = primary_key.iter().find(|&&i| i >= n) {
+            return Err(malformed(format!(
+                "primary key column index {bad} out of range ({n} columns)"
+            )));
+        }
+
+        Ok(TableSchema {
+            db: raw.db.clone(),
+            table: raw.table.clone(),
+            columns,
+            primary_key,
+        })
+    }
+}
+
+fn member_strings(values: Option<Vec<Vec<u8>>>, charset: u16) -> Vec<String> {
+    values
+        .unwrap_or_default()
+        .into_iter()
+        .map(|v| decode_text(charset, &v).into_owned())
+        .collect()
+}
+
+/// MySQL's `is_numeric_type` (sql/field_common_properties.h): the columns that get a
+/// SIGNEDNESS bit.  YEAR is *not* included by MySQL; see [`signedness`].
+fn is_numeric_type(t: u8) -> bool {
+    matches!(t, 0 | 1 | 2 | 3 | 4 | 5 | 8 | 9 | 246)
+}
+
+/// Per-column UNSIGNED flags from the SIGNEDNESS field (MSB-first bits, one per
+/// numeric column).  If the field's length only fits when YEAR columns are counted
+/// as numeric (as mysql_common assumes), YEAR is counted.
+fn signedness(raw: &RawTableMap, bits: Option<&[u8]>) -> Result<Vec<bool>, String> {
+    let n = raw.columns.len();
+    let Some(bits) = bits else {
+        return Ok(vec![false; n]);
+    };
+    let numeric = |with_year: bool| {
+        raw.columns
+            .iter()
+            .filter(|c| is_numeric_type(c.type_code) || (with_year && c.type_code == 13))
+            .count()
+    };
+    let without_year = numeric(false);
+    let with_year = numeric(true);
+    let include_year = if bits.len() == without_year.div_ceil(8) {
+        false
+    } else if bits.len() == with_year.div_ceil(8) {
+        true
+    } else {
+        return Err(format!(
+            "SIGNEDNESS has {} bytes for {} numeric columns",
+            bits.len(),
+            without_year
+        ));
+    };
+    let mut out = vec![false; n];
+    let mut k = 0usize;
+    for (i, c) in raw.columns.iter().enumerate() {
+        if is_numeric_type(c.type_code) || (include_year && c.type_code == 13) {
+            let byte = bits.get(k / 8).copied().unwrap_or(0);
+            if let Some(slot) = out.get_mut(i) {
+                *slot = byte & (0x80 >> (k % 8)) != 0;
+            }
+            k += 1;
+        }
+    }
+    Ok(out)
+}
+
+/// Expands a charset field (default+exceptions or one per column) to `count` ids.
+fn expand_charsets(
+    default: Option<&(u16, Vec<(usize, u16)>)>,
+    per_column: Option<&Vec<u16>>,
+    count: usize,
+) -> Result<Option<Vec<u16>>, String> {
+    if let Some(list) = per_column {
+        if list.len() != count {
+            return Err(format!(
+                "COLUMN_CHARSET lists {} charsets for {} columns",
+                list.len(),
+                count
+            ));
+        }
+        return Ok(Some(list.clone()));
+    }
+    if let Some((def, exceptions)) = default {
+        let mut out = vec![*def; count];
+        for &(idx, cs) in exceptions {
+            match out.get_mut(idx) {
+                Some(slot) => *slot = cs,
+                None => {
+                    return Err(format!(
+                        "DEFAULT_CHARSET exception for column {idx} of {count}"
+                    ))
+                }
+            }
+        }
+        return Ok(Some(out));
+    }
+    Ok(None)
+}
+
+/// Charset of every character column (None for other columns).
+fn char_charsets(
+    raw: &RawTableMap,
+    opt: &OptionalMetadata,
+    flavor: ServerFlavor,
+) -> Result<Vec<Option<u16>>, String> {
+    let is_char = |c: &RawColumn, geometry_is_char: bool| {
+        matches!(
+            c.real,
+            RealType::VarChar { .. } | RealType::Char { .. } | RealType::Blob { .. }
+        ) || (geometry_is_char && matches!(c.real, RealType::Geometry { .. }))
+    };
+    let geometry_is_char = match flavor {
+        ServerFlavor::MySql => false,
+        ServerFlavor::MariaDb => true,
+        ServerFlavor::Auto => {
+            let mysql_count = raw.columns.iter().filter(|c| is_char(c, false)).count();
+            let maria_count = raw.columns.iter().filter(|c| is_char(c, true)).count();
+            if mysql_count == maria_count {
+                false
+            } else if let Some(list) = &opt.column_charset {
+                list.len() == maria_count
+            } else if let Some((_, exceptions)) = &opt.default_charset {
+                exceptions.iter().any(|&(idx, _)| idx >= mysql_count)
+            } else {
+                false
+            }
+        }
+    };
+    let count = raw
+        .columns
+        .iter()
+        .filter(|c| is_char(c, geometry_is_char))
+        .count();
+    let Some(list) = expand_charsets(
+        opt.default_charset.as_ref(),
+        opt.column_charset.as_ref(),
+        count,
+    )?
+    else {
+        return Ok(vec![None; raw.columns.len()]);
+    };
+    let mut it = list.into_iter();
+    Ok(raw
+        .columns
+        .iter()
+        .map(|c| {
+            if is_char(c, geometry_is_char) {
+                it.next()
+            } else {
+                None
+            }
+        })
+        .collect())
+}
+
+/// Charset of every ENUM/SET column (None for other columns).
+fn enum_set_charsets(
+    raw: &RawTableMap,
+    opt: &OptionalMetadata,
+) -> Result<Vec<Option<u16>>, String> {
+    let is_es = |c: &RawColumn| matches!(c.real, RealType::Enum { .. } | RealType::Set { .. });
+    let count = raw.columns.iter().filter(|c| is_es(c)).count();
+    let Some(list) = expand_charsets(
+        opt.enum_set_default_charset.as_ref(),
+        opt.enum_set_column_charset.as_ref(),
+        count,
+    )?
+    else {
+        return Ok(vec![None; raw.columns.len()]);
+    };
+    let mut it = list.into_iter();
+    Ok(raw
+        .columns
+        .iter()
+        .map(|c| if is_es(c) { it.next() } else { None })
+        .collect())
+}
+
+// ---------------------------------------------------------------------------
+// Raw table map parsing (shared with the row decoder).
+// ---------------------------------------------------------------------------
+
+/// A column's binlog type resolved to what is physically stored in row images.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum RealType {
+    /// MYSQL_TYPE_TINY (1 byte).
+    Tiny,
+    /// MYSQL_TYPE_SHORT (2 bytes).
+    Short,
+    /// MYSQL_TYPE_INT24 (3 bytes).
+    Int24,
+    /// MYSQL_TYPE_LONG (4 bytes).
+    Long,
+    /// MYSQL_TYPE_LONGLONG (8 bytes).
+    LongLong,
+    /// MYSQL_TYPE_FLOAT (4 bytes).
+    Float,
+    /// MYSQL_TYPE_DOUBLE (8 bytes).
+    Double,
+    /// MYSQL_TYPE_NEWDECIMAL (binary decimal).
+    NewDecimal {
+        /// Precision (metadata byte 0).
+        precision: u8,
+        /// Scale (metadata byte 1).
+        scale: u8,
+    },
+    /// MYSQL_TYPE_DATE / NEWDATE (3 bytes).
+    Date,
+    /// Old MYSQL_TYPE_TIME (3 bytes, signed HHMMSS integer).
+    Time,
+    /// MYSQL_TYPE_TIME2 (3 + fsp bytes).
+    Time2 {
+        /// Fractional-second precision.
+        fsp: u8,
+    },
+    /// Old MYSQL_TYPE_DATETIME (8 bytes, YYYYMMDDhhmmss integer).
+    DateTime,
+    /// MYSQL_TYPE_DATETIME2 (5 + fsp bytes).
+    DateTime2 {
+        /// Fractional-second precision.
+        fsp: u8,
+    },
+    /// Old MYSQL_TYPE_TIMESTAMP (4 bytes LE seconds).
+    Timestamp,
+    /// MYSQL_TYPE_TIMESTAMP2 (4 bytes BE seconds + fsp bytes).
+    Timestamp2 {
+        /// Fractional-second precision.
+        fsp: u8,
+    },
+    /// MYSQL_TYPE_YEAR (1 byte).
+    Year,
+    /// MYSQL_TYPE_VARCHAR: 1- or 2-byte length prefix.
+    VarChar {
+        /// Maximum byte length (prefix is 1 byte if < 256).
+        max_bytes: u16,
+    },
+    /// MYSQL_TYPE_STRING (CHAR/BINARY): 1- or 2-byte length prefix.
+    Char {
+        /// Maximum byte length (prefix is 1 byte if < 256).
+        max_bytes: u16,
+    },
+    /// MYSQL_TYPE_BLOB family: little-endian length prefix of `prefix` bytes.
+    Blob {
+        /// Length-prefix width, 1..=4.
+        prefix: u8,
+    },
+    /// ENUM (real type inside MYSQL_TYPE_STRING): 1 or 2 bytes LE.
+    Enum {
+        /// Packed size, 1 or 2.
+        size: u8,
+    },
+    /// SET (real type inside MYSQL_TYPE_STRING): 1..=8 bytes LE.
+    Set {
+        /// Packed size, 1..=8.
+        size: u8,
+    },
+    /// MYSQL_TYPE_BIT: big-endian, `(bits + 7) / 8` bytes.
+    Bit {
+        /// Width in bits, 1..=64.
+        bits: u16,
+    },
+    /// MYSQL_TYPE_JSON: length prefix of `prefix` bytes, then binary JSON.
+    Json {
+        /// Length-prefix width, 1..=4.
+        prefix: u8,
+    },
+    /// MYSQL_TYPE_GEOMETRY: length prefix of `prefix` bytes, then SRID + WKB.
+    Geometry {
+        /// Length-prefix width, 1..=4.
+        prefix: u8,
+    },
+    /// MYSQL_TYPE_VECTOR: length prefix of `prefix` bytes, then f32 LE values.
+    Vector {
+        /// Length-prefix width, 1..=4.
+        prefix: u8,
+    },
+    /// A type this crate does not decode, with the reason.
+    Unsupported(&'static str),
+}
+
+/// One column of a parsed table map.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct RawColumn {
+    /// The type byte as logged.
+    pub(crate) type_code: u8,
+    /// The metadata bytes as logged (unused bytes are 0).
+    pub(crate) meta: [u8; 2],
+    /// Physical storage format.
+    pub(crate) real: RealType,
+}
+
+impl RawColumn {
+    fn fsp(&self) -> u8 {
+        match self.real {
+            RealType::Time2 { fsp }
+            | RealType::DateTime2 { fsp }
+            | RealType::Timestamp2 { fsp } => fsp,
+            _ => 0,
+        }
+    }
+}
+
+/// A `TABLE_MAP` event body parsed into owned parts.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct RawTableMap {
+    /// Table id the following rows events refer to.
+    pub(crate) table_id: u64,
+    /// Database name (lossy UTF-8).
+    pub(crate) db: String,
+    /// Table name (lossy UTF-8).
+    pub(crate) table: String,
+    /// Columns in table order.
+    pub(crate) columns: Vec<RawColumn>,
+    /// Nullability bitmap (LSB first).
+    pub(crate) null_bits: Vec<u8>,
+    /// Optional metadata TLV block.
+    pub(crate) optional: Vec<u8>,
+}
+
+impl RawTableMap {
+    /// Parses a table map event by serializing it back to its wire form.
+    pub(crate) fn from_event(tme: &TableMapEvent<'_>) -> Result<Self, SchemaError> {
+        let mut body = Vec::with_capacity(64);
+        tme.serialize(&mut body);
+        Self::parse(&body, 6)
+    }
+
+    /// Parses a table map event body (after the common header, without checksum);
+    /// `table_id_len` is 6 (or 4 for post-header length 6).
+    pub(crate) fn parse(body: &[u8], table_id_len: usize) -> Result<Self, SchemaError> {
+        let mut r = Reader::new(body);
+        let err = |db: &str, table: &str, detail: String| SchemaError::Malformed {
+            db: db.to_owned(),
+            table: table.to_owned(),
+            detail,
+        };
+        let head = (|| -> Result<_, String> {
+            let table_id = r.uint_le(table_id_len)?;
+            r.skip(2)?; // flags
+            let db_len = usize::from(r.u8()?);
+            let db = String::from_utf8_lossy(r.take(db_len)?).into_owned();
+            r.skip(1)?;
+            let table_len = usize::from(r.u8()?);
+            let table = String::from_utf8_lossy(r.take(table_len)?).into_owned();
+            r.skip(1)?;
+            Ok((table_id, db, table))
+        })();
+        let (table_id, db, table) = head.map_err(|d| err("", "", d))?;
+        let rest = (|| -> Result<_, String> {
+            let n = r.lenenc_usize()?;
+            if n > body.len() {
+                return Err(format!("column count {n} exceeds event size"));
+            }
+            let types = r.take(n)?;
+            let meta_len = r.lenenc_usize()?;
+            let meta = r.take(meta_len)?;
+            let null_bits = r.take(n.div_ceil(8))?.to_vec();
+            let optional = r.rest().to_vec();
+            let columns = parse_columns(types, meta)?;
+            Ok((columns, null_bits, optional))
+        })();
+        let (columns, null_bits, optional) = rest.map_err(|d| err(&db, &table, d))?;
+        Ok(RawTableMap {
+            table_id,
+            db,
+            table,
+            columns,
+            null_bits,
+            optional,
+        })
+    }
+
+    /// Whether column `i` is nullable.
+    pub(crate) fn nullable(&self, i: usize) -> bool {
+        self.null_bits
+            .get(i / 8)
+            .is_some_and(|b| b & (1 << (i % 8)) != 0)
+    }
+}
+
+/// Resolves every column's storage format from its type byte and metadata.
+fn parse_columns(types: &[u8], meta: &[u8]) -> Result<Vec<RawColumn>, String> {
+    let mut m = Reader::new(meta);
+    let mut out = Vec::with_capacity(types.len());
+    for (i, &t) in types.iter().enumerate() {
+        let meta_len = match t {
+            249..=252 | 4 | 5 | 255 | 245 | 17..=19 | 242 => 1,
+            15 | 16 | 246..=248 | 254 => 2,
+            _ => 0,
+        };
+        let bytes = m
+            .take(meta_len)
+            .map_err(|e| format!("metadata of column #{i}: {e}"))?;
+        let b0 = bytes.first().copied().unwrap_or(0);
+        let b1 = bytes.get(1).copied().unwrap_or(0);
+        let real = real_type(t, b0, b1);
+        out.push(RawColumn {
+            type_code: t,
+            meta: [b0, b1],
+            real,
+        });
+    }
+    if !m.rest().is_empty() {
+        return Err(format!(
+            "{} unused bytes of column metadata (column types and metadata disagree)",
+            m.rest().len()
+        ));
+    }
+    Ok(out)
+}
+
+fn real_type(t: u8, b0: u8, b1: u8) -> RealType {
+    let prefix = |p: u8, what: &'static str| {
+        if (1..=4).contains(&p) {
+            Ok(p)
+        } else {
+            Err(what)
+        }
+    };
+    let fsp = |f: u8| {
+        if f <= 6 {
+            Ok(f)
+        } else {
+            Err("fractional-second precision > 6")
+        }
+    };
+    let r = match t {
+        1 => Ok(RealType::Tiny),
+        2 => Ok(RealType::Short),
+        3 => Ok(RealType::Long),
+        4 => Ok(RealType::Float),
+        5 => Ok(RealType::Double),
+        7 => Ok(RealType::Timestamp),
+        8 => Ok(RealType::LongLong),
+        9 => Ok(RealType::Int24),
+        10 | 14 => Ok(RealType::Date),
+        11 => Ok(RealType::Time),
+        12 => Ok(RealType::DateTime),
+        13 => Ok(RealType::Year),
+        15 => Ok(RealType::VarChar {
+            max_bytes: u16::from_le_bytes([b0, b1]),
+        }),
+        16 => {
+            let bits = u16::from(b1) * 8 + u16::from(b0);
+            if (1..=64).contains(&bits) && b0 < 8 {
+                Ok(RealType::Bit { bits })
+            } else {
+                Err("BIT width outside 1..=64")
+            }
+        }
+        17 => fsp(b0).map(|fsp| RealType::Timestamp2 { fsp }),
+        18 => fsp(b0).map(|fsp| RealType::DateTime2 { fsp }),
+        19 => fsp(b0).map(|fsp| RealType::Time2 { fsp }),
+        242 => prefix(b0, "VECTOR length-prefix size not in 1..=4")
+            .map(|prefix| RealType::Vector { prefix }),
+        245 => prefix(b0, "JSON length-prefix size not in 1..=4")
+            .map(|prefix| RealType::Json { prefix }),
+        246 => {
+            if (1..=65).contains(&b0) && b1 <= 30 && b1 <= b0 {
+                Ok(RealType::NewDecimal {
+                    precision: b0,
+                    scale: b1,
+                })
+            } else {
+                Err("DECIMAL precision/scale out of range")
+            }
+        }
+        247 => enum_or_set(247, b1),
+        248 => enum_or_set(248, b1),
+        249..=252 => prefix(b0, "BLOB length-prefix size not in 1..=4")
+            .map(|prefix| RealType::Blob { prefix }),
+        254 => match b0 {
+            247 | 248 => enum_or_set(b0, b1),
+            _ if b0 | 0x30 == 254 => {
+                let max_bytes = u16::from(b1) | ((u16::from(b0 & 0x30) ^ 0x30) << 4);
+                Ok(RealType::Char { max_bytes })
+            }
+            _ => Err("MYSQL_TYPE_STRING with unexpected real type in its metadata"),
+        },
+        255 => prefix(b0, "GEOMETRY length-prefix size not in 1..=4")
+            .map(|prefix| RealType::Geometry { prefix }),
+        0 => Err("pre-5.0 DECIMAL is not supported"),
+        6 => Err("MYSQL_TYPE_NULL column"),
+        20 => Err("typed arrays are not supported"),
+        253 => Err("pre-5.0 VAR_STRING is not supported"),
+        _ => Err("unknown column type"),
+    };
+    r.unwrap_or_else(RealType::Unsupported)
+}
+
+fn enum_or_set(real: u8, size: u8) -> Result<RealType, &'static str> {
+    if real == 247 {
+        if size == 1 || size == 2 {
+            Ok(RealType::Enum { size })
+        } else {
+            Err("ENUM pack length not 1 or 2")
+        }
+    } else if (1..=8).contains(&size) {
+        Ok(RealType::Set { size })
+    } else {
+        Err("SET pack length not in 1..=8")
+    }
+}
+
+/// The optional-metadata fields this crate uses.
+#[derive(Debug, Default)]
+struct OptionalMetadata {
+    signedness: Option<Vec<u8>>,
+    default_charset: Option<(u16, Vec<(usize, u16)>)>,
+    column_charset: Option<Vec<u16>>,
+    column_names: Option<Vec<String>>,
+    set_values: Option<Vec<Vec<Vec<u8>>>>,
+    enum_values: Option<Vec<Vec<Vec<u8>>>>,
+    simple_pk: Option<Vec<usize>>,
+    pk_with_prefix: Option<Vec<usize>>,
+    enum_set_default_charset: Option<(u16, Vec<(usize, u16)>)>,
+    enum_set_column_charset: Option<Vec<u16>>,
+    vector_dims: Option<Vec<u64>>,
+}
+
+impl OptionalMetadata {
+    fn parse(data: &[u8], columns: usize) -> Result<Self, String> {
+        let mut out = OptionalMetadata::default();
+        let mut r = Reader::new(data);
+        while !r.is_empty() {
+            let field = r.u8()?;
+            let len = r.lenenc_usize()?;
+            let value = r
+                .take(len)
+                .map_err(|e| format!("optional metadata field {field}: {e}"))?;
+            let mut v = Reader::new(value);
+            let ctx = |e: String| format!("optional metadata field {field}: {e}");
+            match field {
+                1 => out.signedness = Some(value.to_vec()),
+                2 => out.default_charset = Some(parse_default_charset(&mut v).map_err(ctx)?),
+                3 => out.column_charset = Some(parse_lenenc_list_u16(&mut v).map_err(ctx)?),
+                4 => {
+                    let mut names = Vec::with_capacity(columns);
+                    while !v.is_empty() {
+                        let l = v.lenenc_usize().map_err(ctx)?;
+                        let s = v.take(l).map_err(ctx)?;
+                        names.push(String::from_utf8_lossy(s).into_owned());
+                    }
+                    out.column_names = Some(names);
+                }
+                5 => out.set_values = Some(parse_str_values(&mut v).map_err(ctx)?),
+                6 => out.enum_values = Some(parse_str_values(&mut v).map_err(ctx)?),
+                7 => {} // GEOMETRY_TYPE: not needed for decoding or encoding
+                8 => {
+                    let mut pk = Vec::new();
+                    while !v.is_empty() {
+                        pk.push(v.lenenc_usize().map_err(ctx)?);
+                    }
+                    out.simple_pk = Some(pk);
+                }
+                9 => {
+                    let mut pk = Vec::new();
+                    while !v.is_empty() {
+                        pk.push(v.lenenc_usize().map_err(ctx)?);
+                        v.lenenc().map_err(ctx)?; // prefix length
+                    }
+                    out.pk_with_prefix = Some(pk);
+                }
+                10 => {
+                    out.enum_set_default_charset = Some(parse_default_charset(&mut v).map_err(ctx)?)
+                }
+                11 => {
+                    out.enum_set_column_charset = Some(parse_lenenc_list_u16(&mut v).map_err(ctx)?)
+                }
+                13 => {
+                    let mut dims = Vec::new();
+                    while !v.is_empty() {
+                        dims.push(v.lenenc().map_err(ctx)?);
+                    }
+                    out.vector_dims = Some(dims);
+                }
+                // 12 COLUMN_VISIBILITY and future fields: not needed.
+                _ => {}
+            }
+        }
+        Ok(out)
+    }
+}
+
+fn to_u16(x: u64) -> Result<u16, String> {
+    u16::try_from(x).map_err(|_| format!("collation id {x} out of range"))
+}
+
+fn parse_default_charset(v: &mut Reader<'_>) -> Result<(u16, Vec<(usize, u16)>), String> {
+    let def = to_u16(v.lenenc()?)?;
+    let mut exceptions = Vec::new();
+    while !v.is_empty() {
+        let idx = v.lenenc_usize()?;
+        let cs = to_u16(v.lenenc()?)?;
+        exceptions.push((idx, cs));
+    }
+    Ok((def, exceptions))
+}
+
+fn parse_lenenc_list_u16(v: &mut Reader<'_>) -> Result<Vec<u16>, String> {
+    let mut out = Vec::new();
+    while !v.is_empty() {
+        out.push(to_u16(v.lenenc()?)?);
+    }
+    Ok(out)
+}
+
+fn parse_str_values(v: &mut Reader<'_>) -> Result<Vec<Vec<Vec<u8>>>, String> {
+    let mut cols = Vec::new();
+    while !v.is_empty() {
+        let count = v.lenenc_usize()?;
+        if count > v.remaining() {
+            return Err(format!("{count} member strings cannot fit"));
+        }
+        let mut vals = Vec::with_capacity(count);
+        for _ in 0..count {
+            let l = v.lenenc_usize()?;
+            vals.push(v.take(l)?.to_vec());
+        }
+        cols.push(vals);
+    }
+    Ok(cols)
+}
+
+/// A bounds-checked little-endian byte reader; every method returns `Err` instead
+/// of panicking on short input.
+#[derive(Debug, Clone)]
+pub(crate) struct Reader<'a> {
+    data: &'a [u8],
+    pos: usize,
+}
+
+impl<'a> Reader<'a> {
+    /// Reads from the start of `data`.
+    pub(crate) fn new(data: &'a [u8]) -> Self {
+        Reader { data, pos: 0 }
+    }
+
+    /// Current offset from the start.
+    pub(crate) fn pos(&self) -> usize {
+        self.pos
+    }
+
+    /// Bytes left.
+    pub(crate) fn remaining(&self) -> usize {
+        self.data.len().saturating_sub(self.pos)
+    }
+
+    /// True when nothing is left.
+    pub(crate) fn is_empty(&self) -> bool {
+        self.remaining() == 0
+    }
+
+    /// The unread rest.
+    pub(crate) fn rest(&self) -> &'a [u8] {
+        self.data.get(self.pos..).unwrap_or(&[])
+    }
+
+    /// Takes `n` bytes.
+    pub(crate) fn take(&mut self, n: usize) -> Result<&'a [u8], String> {
+        let end = self
+            .pos
+            .checked_add(n)
+            .filter(|&e| e <= self.data.len())
+            .ok_or_else(|| {
+                format!(
+                    "needs {n} bytes at offset {}, only {} left",
+                    self.pos,
+                    self.remaining()
+                )
+            })?;
+        let s = self.data.get(self.pos..end).unwrap_or(&[]);
+        self.pos = end;
+        Ok(s)
+    }
+
+    /// Skips `n` bytes.
+    pub(crate) fn skip(&mut self, n: usize) -> Result<(), String> {
+        self.take(n).map(|_| ())
+    }
+
+    /// Reads one byte.
+    pub(crate) fn u8(&mut self) -> Result<u8, String> {
+        self.take(1).map(|s| s.first().copied().unwrap_or(0))
+    }
+
+    /// Reads an unsigned little-endian integer of `n` (≤ 8) bytes.
+    pub(crate) fn uint_le(&mut self, n: usize) -> Result<u64, String> {
+        let s = self.take(n.min(8))?;
+        Ok(s.iter()
+            .rev()
+            .fold(0u64, |acc, &b| (acc << 8) | u64::from(b)))
+    }
+
+    /// Reads a length-encoded integer (MySQL `net_field_length`).
+    pub(crate) fn lenenc(&mut self) -> Result<u64, String> {
+        match self.u8()? {
+            x @ 0..=250 => Ok(u64::from(x)),
+            0xfc => self.uint_le(2),
+            0xfd => self.uint_le(3),
+            0xfe => self.uint_le(8),
+            x => Err(format!("invalid length-encoded integer prefix {x:#04x}")),
+        }
+    }
+
+    /// Reads a length-encoded integer that must fit in `usize`.
+    pub(crate) fn lenenc_usize(&mut self) -> Result<usize, String> {
+        let x = self.lenenc()?;
+        usize::try_from(x).map_err(|_| format!("length {x} too large"))
+    }
+}
+
+#[cfg(test)]
+pub(crate) mod test_support {
+    //! Builders for hand-made TABLE_MAP events (test-only).
+
+    use mysql_common::binlog::consts::BinlogVersion;
+    use mysql_common::binlog::events::{FormatDescriptionEvent, TableMapEvent};
+    use mysql_common::binlog::BinlogCtx;
+    use mysql_common::io::ParseBuf;
+
+    /// Appends a length-encoded integer.
+    pub fn put_lenenc(out: &mut Vec<u8>, x: u64) {
+        if x < 251 {
+            out.push(x as u8);
+        } else if x < 1 << 16 {
+            out.push(0xfc);
+            out.extend_from_slice(&(x as u16).to_le_bytes());
+        } else if x < 1 << 24 {
+            out.push(0xfd);
+            out.extend_from_slice(&(x as u32).to_le_bytes()[..3]);
+        } else {
+            out.push(0xfe);
+            out.extend_from_slice(&x.to_le_bytes());
+        }
+    }
+
+    /// One column for [`TableMapBuilder`].
+    #[derive(Clone, Debug)]
+    pub struct ColSpec {
+        pub name: String,
+        pub type_code: u8,
+        pub meta: Vec<u8>,
+        pub nullable: bool,
+        pub unsigned: bool,
+        pub charset: Option<u16>,
+        pub members: Option<Vec<String>>,
+    }
+
+    impl ColSpec {
+        pub fn new(name: &str, type_code: u8, meta: &[u8]) -> Self {
+            ColSpec {
+                name: name.to_owned(),
+                type_code,
+                meta: meta.to_vec(),
+                nullable: true,
+                unsigned: false,
+                charset: None,
+                members: None,
+            }
+        }
+        pub fn unsigned(mut self) -> Self {
+            self.unsigned = true;
+            self
+        }
+        pub fn not_null(mut self) -> Self {
+            self.nullable = false;
+            self
+        }
+        pub fn charset(mut self, cs: u16) -> Self {
+            self.charset = Some(cs);
+            self
+        }
+        pub fn members(mut self, m: &[&str]) -> Self {
+            self.members = Some(m.iter().map(|s| s.to_string()).collect());
+            self
+        }
+    }
+
+    /// Builds TABLE_MAP bodies with FULL optional metadata, the way MySQL 8 does.
+    #[derive(Clone, Debug)]
+    pub struct TableMapBuilder {
+        pub table_id: u64,
+        pub db: String,
+        pub table: String,
+        pub cols: Vec<ColSpec>,
+        pub pk: Vec<usize>,
+        pub with_names: bool,
+        /// Use the DEFAULT_CHARSET form (true) or COLUMN_CHARSET (false).
+        pub default_charset_form: bool,
+        /// Count GEOMETRY as a character column (MariaDB).
+        pub mariadb_geometry: bool,
+    }
+
+    impl TableMapBuilder {
+        pub fn new(db: &str, table: &str, cols: Vec<ColSpec>) -> Self {
+            TableMapBuilder {
+                table_id: 42,
+                db: db.into(),
+                table: table.into(),
+                cols,
+                pk: vec![],
+                with_names: true,
+                default_charset_form: true,
+                mariadb_geometry: false,
+            }
+        }
+
+        fn is_enum_set(c: &ColSpec) -> bool {
+            c.type_code == 254 && matches!(c.meta.first(), Some(247 | 248))
+        }
+
+        fn is_char(&self, c: &ColSpec) -> bool {
+            (matches!(c.type_code, 15 | 249..=252 | 254) && !Self::is_enum_set(c))
+                || (self.mariadb_geometry && c.type_code == 255)
+        }
+
+        fn tlv(out: &mut Vec<u8>, t: u8, v: &[u8]) {
+            out.push(t);
+            put_lenenc(out, v.len() as u64);
+            out.extend_from_slice(v);
+        }
+
+        fn charset_field(out: &mut Vec<u8>, default_form: bool, t_def: u8, t_col: u8, cs: &[u16]) {
+            if cs.is_empty() {
+                return;
+            }
+            let mut v = Vec::new();
+            if default_form {
+                let def = cs[0];
+                put_lenenc(&mut v, u64::from(def));
+                for (i, &c) in cs.iter().enumerate() {
+                    if c != def {
+                        put_lenenc(&mut v, i as u64);
+                        put_lenenc(&mut v, u64::from(c));
+                    }
+                }
+                Self::tlv(out, t_def, &v);
+            } else {
+                for &c in cs {
+                    put_lenenc(&mut v, u64::from(c));
+                }
+                Self::tlv(out, t_col, &v);
+            }
+        }
+
+        /// The serialized event body (post-header + payload).
+        pub fn body(&self) -> Vec<u8> {
+            let mut b = Vec::new();
+            b.extend_from_slice(&self.table_id.to_le_bytes()[..6]);
+            b.extend_from_slice(&[1, 0]);
+            b.push(self.db.len() as u8);
+            b.extend_from_slice(self.db.as_bytes());
+            b.push(0);
+            b.push(self.table.len() as u8);
+            b.extend_from_slice(self.table.as_bytes());
+            b.push(0);
+            put_lenenc(&mut b, self.cols.len() as u64);
+            for c in &self.cols {
+                b.push(c.type_code);
+            }
+            let meta: Vec<u8> = self.cols.iter().flat_map(|c| c.meta.clone()).collect();
+            put_lenenc(&mut b, meta.len() as u64);
+            b.extend_from_slice(&meta);
+            let mut nulls = vec![0u8; self.cols.len().div_ceil(8)];
+            for (i, c) in self.cols.iter().enumerate() {
+                if c.nullable {
+                    nulls[i / 8] |= 1 << (i % 8);
+                }
+            }
+            b.extend_from_slice(&nulls);
+            // optional metadata
+            let numeric: Vec<bool> = self
+                .cols
+                .iter()
+                .filter(|c| super::is_numeric_type(c.type_code))
+                .map(|c| c.unsigned)
+                .collect();
+            if !numeric.is_empty() {
+                let mut v = vec![0u8; numeric.len().div_ceil(8)];
+                for (k, &u) in numeric.iter().enumerate() {
+                    if u {
+                        v[k / 8] |= 0x80 >> (k % 8);
+                    }
+                }
+                Self::tlv(&mut b, 1, &v);
+            }
+            let cs: Vec<u16> = self
+                .cols
+                .iter()
+                .filter(|c| self.is_char(c))
+                .map(|c| c.charset.unwrap_or(255))
+                .collect();
+            Self::charset_field(&mut b, self.default_charset_form, 2, 3, &cs);
+            if self.with_names {
+                let mut v = Vec::new();
+                for c in &self.cols {
+                    put_lenenc(&mut v, c.name.len() as u64);
+                    v.extend_from_slice(c.name.as_bytes());
+                }
+                Self::tlv(&mut b, 4, &v);
+                for (t, real) in [(5u8, 248u8), (6, 247)] {
+                    let mut v = Vec::new();
+                    for c in &self.cols {
+                        if c.type_code == 254 && c.meta.first() == Some(&real) {
+                            let m = c.members.clone().unwrap_or_default();
+                            put_lenenc(&mut v, m.len() as u64);
+                            for s in m {
+                                put_lenenc(&mut v, s.len() as u64);
+                                v.extend_from_slice(s.as_bytes());
+                            }
+                        }
+                    }
+                    if !v.is_empty() {
+                        Self::tlv(&mut b, t, &v);
+                    }
+                }
+                if !self.pk.is_empty() {
+                    let mut v = Vec::new();
+                    for &i in &self.pk {
+                        put_lenenc(&mut v, i as u64);
+                    }
+                    Self::tlv(&mut b, 8, &v);
+                }
+                let es: Vec<u16> = self
+                    .cols
+                    .iter()
+                    .filter(|c| Self::is_enum_set(c))
+                    .map(|c| c.charset.unwrap_or(255))
+                    .collect();
+                Self::charset_field(&mut b, self.default_charset_form, 10, 11, &es);
+            }
+            b
+        }
+
+        /// A parsed mysql_common `TableMapEvent` for [`TableMapBuilder::body`].
+        pub fn event(&self) -> TableMapEvent<'static> {
+            let body = self.body();
+            let fde = FormatDescriptionEvent::new(BinlogVersion::Version4);
+            let ctx = BinlogCtx::new(body.len() + 19, &fde, 19);
+            let mut buf = ParseBuf(&body);
+            let ev: TableMapEvent<'_> = buf.parse(ctx).expect("valid table map");
+            ev.into_owned()
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::test_support::*;
+    use super::*;
+
+    fn sample() -> TableMapBuilder {
+        let cols = vec![
+            ColSpec::new("id", 8, &[]).unsigned().not_null(),
+            ColSpec::new("name", 15, &[0x90, 0x01]).charset(255),
+            ColSpec::new("price", 246, &[10, 2]),
+            ColSpec::new("created", 18, &[6]),
+            ColSpec::new("mood", 254, &[247, 1]).members(&["happy", "sad"]),
+            ColSpec::new("tags", 254, &[248, 1]).members(&["a", "b", "c"]),
+            ColSpec::new("bin", 254, &[254, 16]).charset(63),
+            ColSpec::new("body", 252, &[2]).charset(8),
+            ColSpec::new("doc", 245, &[4]),
+            ColSpec::new("flags", 16, &[2, 1]),
+            ColSpec::new("y", 13, &[]),
+            ColSpec::new("small", 2, &[]),
+            ColSpec::new("shape", 255, &[4]),
+        ];
+        let mut b = TableMapBuilder::new("shop", "orders", cols);
+        b.pk = vec![0];
+        b
+    }
+
+    #[test]
+    fn full_metadata_schema() {
+        let b = sample();
+        let s = TableSchema::from_table_map(&b.event()).unwrap();
+        assert_eq!(s.db, "shop");
+        assert_eq!(s.table, "orders");
+        assert_eq!(s.key_columns(), &[0]);
+        let kinds: Vec<_> = s.columns.iter().map(|c| c.kind.clone()).collect();
+        assert_eq!(kinds[0], ColumnKind::BigInt { unsigned: true });
+        assert_eq!(
+            kinds[1],
+            ColumnKind::String {
+                charset: 255,
+                binary: false,
+                fixed: false,
+                max_bytes: 400
+            }
+        );
+        assert_eq!(
+            kinds[2],
+            ColumnKind::Decimal {
+                precision: 10,
+                scale: 2
+            }
+        );
+        assert_eq!(kinds[3], ColumnKind::DateTime { fsp: 6 });
+        assert_eq!(
+            kinds[4],
+            ColumnKind::Enum {
+                values: vec!["happy".into(), "sad".into()]
+            }
+        );
+        assert_eq!(
+            kinds[5],
+            ColumnKind::Set {
+                values: vec!["a".into(), "b".into(), "c".into()]
+            }
+        );
+        assert_eq!(
+            kinds[6],
+            ColumnKind::String {
+                charset: 63,
+                binary: true,
+                fixed: true,
+                max_bytes: 16
+            }
+        );
+        assert_eq!(
+            kinds[7],
+            ColumnKind::Blob {
+                charset: 8,
+                binary: false
+            }
+        );
+        assert_eq!(kinds[8], ColumnKind::Json);
+        assert_eq!(kinds[9], ColumnKind::Bit { bits: 10 });
+        assert_eq!(kinds[10], ColumnKind::Year);
+        assert_eq!(kinds[11], ColumnKind::SmallInt { unsigned: false });
+        assert_eq!(kinds[12], ColumnKind::Geometry);
+        assert!(!s.columns[0].nullable);
+        assert!(s.columns[1].nullable);
+        assert_eq!(s.column_index("doc"), Some(8));
+    }
+
+    #[test]
+    fn column_charset_form_and_mariadb_geometry() {
+        let cols = vec![
+            ColSpec::new("g", 255, &[4]).charset(63),
+            ColSpec::new("a", 15, &[40, 0]).charset(8),
+            ColSpec::new("b", 15, &[40, 0]).charset(33),
+        ];
+        for default_form in [true, false] {
+            let mut b = TableMapBuilder::new("d", "t", cols.clone());
+            b.mariadb_geometry = true;
+            b.default_charset_form = default_form;
+            let s = TableSchema::from_table_map(&b.event()).unwrap();
+            assert_eq!(s.columns[1].kind.charset(), Some(8), "form {default_form}");
+            assert_eq!(s.columns[2].kind.charset(), Some(33), "form {default_form}");
+            let s =
+                TableSchema::from_table_map_with_flavor(&b.event(), ServerFlavor::MariaDb).unwrap();
+            assert_eq!(s.columns[1].kind.charset(), Some(8));
+            b.mariadb_geometry = false;
+            let s = TableSchema::from_table_map(&b.event()).unwrap();
+            assert_eq!(s.columns[1].kind.charset(), Some(8));
+            assert_eq!(s.columns[2].kind.charset(), Some(33));
+        }
+    }
+
+    #[test]
+    fn long_char_metadata() {
+        // CHAR(255) utf8mb4 = 1020 bytes: byte0 = 0xfe ^ ((1020 >> 4) & 0x30)
+        let len: u16 = 1020;
+        let b0 = 0xfe ^ (((len >> 4) & 0x30) as u8);
+        let b1 = (len & 0xff) as u8;
+        let b = TableMapBuilder::new("d", "t", vec![ColSpec::new("c", 254, &[b0, b1])]);
+        let s = TableSchema::from_table_map(&b.event()).unwrap();
+        assert_eq!(
+            s.columns[0].kind,
+            ColumnKind::String {
+                charset: 255,
+                binary: false,
+                fixed: true,
+                max_bytes: 1020
+            }
+        );
+    }
+
+    #[test]
+    fn no_full_metadata_error_mentions_setting() {
+        let mut b = sample();
+        b.with_names = false;
+        let e = TableSchema::from_table_map(&b.event()).unwrap_err();
+        assert!(matches!(e, SchemaError::NoFullMetadata { .. }));
+        let msg = e.to_string();
+        assert!(msg.contains("binlog_row_metadata=FULL"), "{msg}");
+        assert!(msg.contains("`shop`.`orders`"), "{msg}");
+    }
+
+    #[test]
+    fn unsupported_type_is_named() {
+        let b = TableMapBuilder::new("d", "t", vec![ColSpec::new("old", 0, &[])]);
+        let e = TableSchema::from_table_map(&b.event()).unwrap_err();
+        assert!(e.to_string().contains("`old`"), "{e}");
+    }
+
+    #[test]
+    fn signedness_is_per_numeric_column_msb_first() {
+        let cols: Vec<_> = (0..10)
+            .map(|i| {
+                let c = ColSpec::new(&format!("c{i}"), 3, &[]);
+                if i % 3 == 0 {
+                    c.unsigned()
+                } else {
+                    c
+                }
+            })
+            .chain([
+                ColSpec::new("y", 13, &[]),
+                ColSpec::new("z", 3, &[]).unsigned(),
+            ])
+            .collect();
+        let b = TableMapBuilder::new("d", "t", cols);
+        let s = TableSchema::from_table_map(&b.event()).unwrap();
+        for (i, c) in s.columns.iter().enumerate().take(10) {
+            assert_eq!(c.kind.is_unsigned(), i % 3 == 0, "column {i}");
+        }
+        assert!(s.columns[11].kind.is_unsigned());
+    }
+
+    #[test]
+    fn malformed_inputs_error_not_panic() {
+        let body = sample().body();
+        for cut in 0..body.len() {
+            let _ = RawTableMap::parse(&body[..cut], 6)
+                .and_then(|raw| TableSchema::from_raw(&raw, ServerFlavor::Auto));
+        }
+        // flipping bytes never panics
+        for i in 0..body.len() {
+            let mut b = body.clone();
+            b[i] ^= 0xff;
+            let _ = RawTableMap::parse(&b, 6)
+                .and_then(|raw| TableSchema::from_raw(&raw, ServerFlavor::Auto));
+        }
+    }
+
+    #[test]
+    fn reader_lenenc() {
+        let mut v = Vec::new();
+        for x in [0u64, 250, 251, 65535, 65536, 1 << 24, u64::MAX] {
+            put_lenenc(&mut v, x);
+        }
+        let mut r = Reader::new(&v);
+        for x in [0u64, 250, 251, 65535, 65536, 1 << 24, u64::MAX] {
+            assert_eq!(r.lenenc().unwrap(), x);
+        }
+        assert!(r.lenenc().is_err());
+        assert!(Reader::new(&[0xfb]).lenenc().is_err());
+    }
+}

@@ -1,0 +1,128 @@
+//! Classification of Kafka errors into the actions they need.
+//!
+//! librdkafka reports three properties on transactional errors: *fatal* (the producer is
+//! unusable: fenced, or an unrecoverable idempotence failure), *abortable* (abort the open
+//! transaction, then carry on) and *retriable* (call the same function again). sluice maps them:
+//! fenced → [`Error::Fenced`] (stop at once, never abort or retry); other fatal → definite;
+//! abortable and retriable → transient (abort, rewind to the committed offset, retry with
+//! backoff). Errors that recur by their nature (a record too large for the topic, missing
+//! authorization) are definite and name the setting to change.
+
+use rdkafka::error::{KafkaError, RDKafkaErrorCode};
+
+use crate::error::Error;
+
+/// Whether an error code means another producer with our transactional id took over.
+pub fn is_fence_code(code: RDKafkaErrorCode) -> bool {
+    matches!(
+        code,
+        RDKafkaErrorCode::ProducerFenced
+            | RDKafkaErrorCode::InvalidProducerEpoch
+            | RDKafkaErrorCode::Fenced
+    )
+}
+
+/// What to tell the operator about a code that will recur on every retry, if it is one.
+pub fn definite_hint(code: RDKafkaErrorCode) -> Option<&'static str> {
+    Some(match code {
+        RDKafkaErrorCode::MessageSizeTooLarge => {
+            "a record is larger than the topic accepts: raise the topic's `max.message.bytes` \
+             (and the broker's `message.max.bytes`) or `[kafka.properties] message.max.bytes`"
+        }
+        RDKafkaErrorCode::TopicAuthorizationFailed => {
+            "not authorized to write the topic: grant WRITE and DESCRIBE on it to sluice's principal"
+        }
+        RDKafkaErrorCode::TransactionalIdAuthorizationFailed => {
+            "not authorized to use the transactional id: grant WRITE and DESCRIBE on \
+             TransactionalId `sluice-<name>` to sluice's principal"
+        }
+        RDKafkaErrorCode::ClusterAuthorizationFailed => {
+            "not authorized on the cluster: grant IDEMPOTENT_WRITE to sluice's principal"
+        }
+        RDKafkaErrorCode::UnknownTopicOrPartition => {
+            "the topic does not exist and was not created: check `[kafka] partitions` and topic creation rights"
+        }
+        RDKafkaErrorCode::InvalidTransactionTimeout => {
+            "`kafka.transaction_timeout_ms` is above the broker's `transaction.max.timeout.ms`: lower it or raise the broker setting"
+        }
+        RDKafkaErrorCode::InvalidRecord | RDKafkaErrorCode::InvalidMessage => {
+            "the broker refused a record as invalid"
+        }
+        _ => return None,
+    })
+}
+
+/// Maps a Kafka error raised while doing `what` to a pipeline error.
+pub fn classify(what: &str, err: &KafkaError) -> Error {
+    let msg = format!("Kafka {what} failed: {err}");
+    if let KafkaError::Transaction(rde) = err {
+        let code = rde.code();
+        if is_fence_code(code) {
+            return Error::Fenced(fenced_message(&msg));
+        }
+        if let Some(hint) = definite_hint(code) {
+            return Error::definite(format!("{msg}; {hint}"));
+        }
+        if rde.is_fatal() {
+            return Error::definite(format!(
+                "{msg}; the producer hit a fatal error and cannot continue"
+            ));
+        }
+        // Abortable or retriable: the pipeline aborts and rewinds.
+        return Error::transient(msg);
+    }
+    match err.rdkafka_error_code() {
+        Some(code) if is_fence_code(code) => Error::Fenced(fenced_message(&msg)),
+        Some(code) => match definite_hint(code) {
+            Some(hint) => Error::definite(format!("{msg}; {hint}")),
+            None => Error::transient(msg),
+        },
+        None => Error::transient(msg),
+    }
+}
+
+/// The operator-facing message for a fenced producer.
+pub fn fenced_message(detail: &str) -> String {
+    format!(
+        "this instance was fenced: another sluice with the same `name` (same transactional id) \
+         started and took over the pipeline; this one stops without writing anything more \
+         ({detail})"
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::error::ErrorKind;
+
+    #[test]
+    fn fence_codes_are_fenced() {
+        for code in [
+            RDKafkaErrorCode::ProducerFenced,
+            RDKafkaErrorCode::InvalidProducerEpoch,
+        ] {
+            let e = classify("produce", &KafkaError::MessageProduction(code));
+            assert_eq!(e.kind(), ErrorKind::Fenced, "{code:?}");
+            assert!(e.to_string().contains("same `name`"));
+        }
+    }
+
+    #[test]
+    fn recurring_errors_are_definite_and_name_the_setting() {
+        let e = classify(
+            "produce",
+            &KafkaError::MessageProduction(RDKafkaErrorCode::MessageSizeTooLarge),
+        );
+        assert_eq!(e.kind(), ErrorKind::Definite);
+        assert!(e.to_string().contains("max.message.bytes"));
+    }
+
+    #[test]
+    fn other_errors_are_transient() {
+        let e = classify(
+            "produce",
+            &KafkaError::MessageProduction(RDKafkaErrorCode::NotLeaderForPartition),
+        );
+        assert_eq!(e.kind(), ErrorKind::Transient);
+    }
+}

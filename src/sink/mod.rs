@@ -1,0 +1,498 @@
+//! The transactional Kafka sink.
+//!
+//! ```text
+//!  source ──Change──▶ [bounded channel] ──▶ sink thread
+//!                                            │ begin_transaction (first change after a commit)
+//!                                            │ produce rows of whole source transactions
+//!                                            │ produce ONE offset record (position after the
+//!                                            │   last source transaction in this Kafka txn)
+//!                                            ▼ commit_transaction  ⇒ data + offset visible together
+//! ```
+//!
+//! Invariants that make a crash at any point safe:
+//! * `init_transactions` runs before the committed offset is read: it fences older instances
+//!   and aborts whatever they left open, so the offset read is that of committed data only.
+//! * A Kafka transaction is committed only at a source commit boundary (never while a source
+//!   transaction is open), and it always carries the offset record of that boundary. Data and
+//!   offset therefore become visible atomically, and a restart resumes exactly after it.
+//! * Anything that goes wrong while a transaction is open ends in an abort (or, when fenced,
+//!   in nothing at all) and a restart from the committed offset.
+//!
+//! All librdkafka calls run on this module's own OS thread, never on the async executor.
+
+pub mod classify;
+pub mod offsets;
+pub mod producer;
+pub mod topics;
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use rdkafka::config::ClientConfig;
+use rdkafka::producer::Producer;
+use tokio::sync::{mpsc, oneshot};
+
+use crate::config::Delivery;
+use crate::encode::json::{JsonEncoder, Record};
+use crate::error::{Error, Result};
+use crate::pipeline::{Change, TableCtx, TxnMeta};
+use crate::position::SourcePosition;
+use offsets::OffsetRecord;
+use producer::SinkProducer;
+use topics::{TopicSettings, Topics};
+
+/// Everything the sink needs from the configuration.
+#[derive(Debug, Clone)]
+pub struct SinkSettings {
+    /// Pipeline name: offset record key.
+    pub name: String,
+    /// `transactional.id`.
+    pub transactional_id: String,
+    /// Exactly-once or at-least-once.
+    pub delivery: Delivery,
+    /// Compacted single-partition offsets topic.
+    pub offsets_topic: String,
+    /// Commit at most this long after a Kafka transaction's first record.
+    pub commit_max_ms: u64,
+    /// Commit once a Kafka transaction holds this many records (at a source boundary).
+    pub commit_max_events: usize,
+    /// At most this often an offset-only transaction records progress through idle binlog.
+    pub idle_offset_ms: u64,
+    /// `transaction.timeout.ms`.
+    pub transaction_timeout_ms: u64,
+    /// `queue.buffering.max.kbytes`.
+    pub max_buffer_kbytes: u64,
+    /// librdkafka client config (bootstrap servers and passthrough properties).
+    pub client: ClientConfig,
+    /// For topics sluice creates.
+    pub topics: TopicSettings,
+}
+
+/// Counters the sink keeps; shared with whoever reports them.
+#[derive(Debug, Default)]
+pub struct SinkStats {
+    /// Data records produced and committed.
+    pub records_committed: AtomicU64,
+    /// Kafka transactions committed (offset-only ones included).
+    pub txns_committed: AtomicU64,
+    /// Kafka transactions aborted.
+    pub txns_aborted: AtomicU64,
+    /// Sum of commit durations, microseconds.
+    pub commit_micros_total: AtomicU64,
+    /// Source commit time of the last committed position, ms since the epoch.
+    pub last_source_ts_ms: AtomicU64,
+}
+
+/// A running sink: its thread, and the committed offset it read after fencing.
+pub struct SinkHandle {
+    /// The sink thread; its result says how it ended.
+    pub thread: std::thread::JoinHandle<Result<()>>,
+    /// Resolves once the producer is fenced-in and the committed offset is read.
+    pub ready: oneshot::Receiver<Result<Option<OffsetRecord>>>,
+}
+
+/// Starts the sink thread. It fences, reads the committed offset (reported through `ready`),
+/// then consumes `rx` until the channel closes (shutdown) or an error occurs.
+pub fn start(
+    settings: SinkSettings,
+    rx: mpsc::Receiver<Change>,
+    stats: Arc<SinkStats>,
+    rt: tokio::runtime::Handle,
+) -> SinkHandle {
+    let (ready_tx, ready) = oneshot::channel();
+    let thread = std::thread::Builder::new()
+        .name("sluice-sink".into())
+        .spawn(move || run(settings, rx, stats, rt, ready_tx))
+        .unwrap_or_else(|e| {
+            // Thread creation only fails when the OS is out of resources.
+            std::thread::spawn(move || Err(Error::definite(format!("cannot start sink: {e}"))))
+        });
+    SinkHandle { thread, ready }
+}
+
+fn run(
+    settings: SinkSettings,
+    rx: mpsc::Receiver<Change>,
+    stats: Arc<SinkStats>,
+    rt: tokio::runtime::Handle,
+    ready_tx: oneshot::Sender<Result<Option<OffsetRecord>>>,
+) -> Result<()> {
+    let opened = Sink::open(settings, stats);
+    let mut sink = match opened {
+        Ok((sink, committed)) => {
+            let _ = ready_tx.send(Ok(committed));
+            sink
+        }
+        Err(e) => {
+            let msg = e.to_string();
+            let kind = e.kind();
+            let _ = ready_tx.send(Err(e));
+            return Err(match kind {
+                crate::error::ErrorKind::Transient => Error::transient(msg),
+                crate::error::ErrorKind::Fenced => Error::Fenced(msg),
+                crate::error::ErrorKind::Definite => Error::definite(msg),
+            });
+        }
+    };
+    let result = sink.consume(rx, &rt);
+    match &result {
+        Ok(()) => {}
+        Err(Error::Fenced(_)) => {} // never touch a fenced producer's transaction
+        Err(_) => sink.abort_quietly(),
+    }
+    result
+}
+
+/// The sink's state while running.
+struct Sink {
+    s: SinkSettings,
+    producer: SinkProducer,
+    topics: Topics,
+    encoder: JsonEncoder,
+    stats: Arc<SinkStats>,
+    records: Vec<Record>,
+    /// A Kafka transaction is open (exactly-once) / a batch is open (at-least-once).
+    kafka_open: bool,
+    kafka_started: Instant,
+    kafka_records: usize,
+    /// A source transaction is open: no commit may happen now.
+    source_open: bool,
+    meta: TxnMeta,
+    total_order: u64,
+    table_order: HashMap<usize, u64>,
+    /// Latest source boundary reached and not yet committed, with its source time.
+    pending: Option<(SourcePosition, u64)>,
+    last_commit: Instant,
+}
+
+impl Sink {
+    fn exactly_once(&self) -> bool {
+        self.s.delivery == Delivery::ExactlyOnce
+    }
+
+    /// Creates the producer, fences older instances, reads the committed offset.
+    fn open(s: SinkSettings, stats: Arc<SinkStats>) -> Result<(Sink, Option<OffsetRecord>)> {
+        let mut topics = Topics::new(&s.client, s.topics.clone())?;
+        topics.ensure_offsets_topic(&s.offsets_topic)?;
+        let eo = s.delivery == Delivery::ExactlyOnce;
+        let producer = SinkProducer::create(
+            &s.client,
+            eo.then_some(s.transactional_id.as_str()),
+            s.transaction_timeout_ms,
+            s.max_buffer_kbytes,
+        )?;
+        if eo {
+            producer
+                .inner
+                .init_transactions(Duration::from_secs(60))
+                .map_err(|e| classify::classify("init_transactions (fencing)", &e))?;
+            tracing::info!(transactional_id = %s.transactional_id, "producer initialized; older instances fenced");
+        }
+        let committed = offsets::read_committed_offset(
+            &s.client,
+            &s.offsets_topic,
+            &s.name,
+            Duration::from_secs(60),
+        )?;
+        let sink = Sink {
+            encoder: JsonEncoder::new(&s.name),
+            producer,
+            topics,
+            stats,
+            records: Vec::with_capacity(16),
+            kafka_open: false,
+            kafka_started: Instant::now(),
+            kafka_records: 0,
+            source_open: false,
+            meta: TxnMeta::default(),
+            total_order: 0,
+            table_order: HashMap::new(),
+            pending: None,
+            last_commit: Instant::now(),
+            s,
+        };
+        Ok((sink, committed))
+    }
+
+    fn consume(
+        &mut self,
+        mut rx: mpsc::Receiver<Change>,
+        rt: &tokio::runtime::Handle,
+    ) -> Result<()> {
+        loop {
+            let wait = self.next_wait();
+            let got = rt.block_on(async { tokio::time::timeout(wait, rx.recv()).await });
+            match got {
+                Err(_elapsed) => self.on_tick()?,
+                Ok(None) => return self.finish(),
+                Ok(Some(change)) => self.on_change(change)?,
+            }
+        }
+    }
+
+    /// How long to wait for the next change before a time-based commit is due.
+    fn next_wait(&self) -> Duration {
+        let max = Duration::from_millis(self.s.commit_max_ms);
+        if self.kafka_open && !self.source_open {
+            return max
+                .saturating_sub(self.kafka_started.elapsed())
+                .max(Duration::from_millis(1));
+        }
+        if !self.kafka_open && self.pending.is_some() {
+            let idle = Duration::from_millis(self.s.idle_offset_ms);
+            return idle
+                .saturating_sub(self.last_commit.elapsed())
+                .max(Duration::from_millis(1));
+        }
+        Duration::from_secs(1)
+    }
+
+    fn on_tick(&mut self) -> Result<()> {
+        self.producer.inner.poll(Duration::ZERO);
+        if self.kafka_open && !self.source_open {
+            if self.kafka_started.elapsed() >= Duration::from_millis(self.s.commit_max_ms) {
+                self.commit()?;
+            }
+        } else if !self.kafka_open
+            && self.pending.is_some()
+            && self.last_commit.elapsed() >= Duration::from_millis(self.s.idle_offset_ms)
+        {
+            self.begin()?;
+            self.commit()?;
+        } else if self.kafka_open && self.source_open {
+            self.check_txn_age()?;
+        }
+        Ok(())
+    }
+
+    fn begin(&mut self) -> Result<()> {
+        if self.kafka_open {
+            return Ok(());
+        }
+        if self.exactly_once() {
+            self.producer
+                .inner
+                .begin_transaction()
+                .map_err(|e| classify::classify("begin_transaction", &e))?;
+        }
+        self.kafka_open = true;
+        self.kafka_started = Instant::now();
+        self.kafka_records = 0;
+        Ok(())
+    }
+
+    fn on_change(&mut self, change: Change) -> Result<()> {
+        match change {
+            Change::Begin(meta) => {
+                self.begin()?;
+                self.source_open = true;
+                self.meta = meta;
+                self.total_order = 0;
+                self.table_order.clear();
+            }
+            Change::Rows {
+                table,
+                kind,
+                rows,
+                pos,
+            } => {
+                if !self.source_open {
+                    return Err(Error::definite(format!(
+                        "internal: rows for {}.{} outside a transaction at {}:{pos}",
+                        table.schema.db, table.schema.table, self.meta.file
+                    )));
+                }
+                self.write_rows(&table, kind, &rows, pos)?;
+                self.check_txn_age()?;
+            }
+            Change::Commit { position, ts_ms } => {
+                self.source_open = false;
+                self.pending = Some((position, ts_ms));
+                if self.kafka_records >= self.s.commit_max_events
+                    || self.kafka_started.elapsed() >= Duration::from_millis(self.s.commit_max_ms)
+                {
+                    self.commit()?;
+                }
+            }
+            Change::Progress { position, ts_ms } => {
+                self.pending = Some((position, ts_ms));
+            }
+        }
+        Ok(())
+    }
+
+    fn write_rows(
+        &mut self,
+        table: &Arc<TableCtx>,
+        kind: crate::source::rows::RowsKind,
+        rows: &[crate::source::rows::RowImage],
+        pos: u64,
+    ) -> Result<()> {
+        self.topics.ensure_data_topic(&table.route.topic)?;
+        let table_key = Arc::as_ptr(table) as *const () as usize;
+        for (i, row) in rows.iter().enumerate() {
+            self.records.clear();
+            self.total_order += 1;
+            let dc = self.table_order.entry(table_key).or_insert(0);
+            *dc += 1;
+            self.encoder.encode(
+                table,
+                &self.meta,
+                kind,
+                row,
+                pos,
+                i as u32,
+                (self.total_order, *dc),
+                &mut self.records,
+            );
+            for rec in &self.records {
+                self.producer
+                    .send(&table.route.topic, rec.key.as_deref(), rec.value.as_deref())
+                    .map_err(|e| {
+                        e.context(format!(
+                            "writing {}.{} (binlog {}:{pos})",
+                            table.schema.db, table.schema.table, self.meta.file
+                        ))
+                    })?;
+                self.kafka_records += 1;
+            }
+        }
+        Ok(())
+    }
+
+    /// A source transaction longer than the Kafka transaction timeout cannot be written
+    /// atomically: fail clearly instead of letting the broker abort it behind our back.
+    fn check_txn_age(&self) -> Result<()> {
+        if self.exactly_once()
+            && self.kafka_started.elapsed()
+                > Duration::from_millis(self.s.transaction_timeout_ms * 9 / 10)
+        {
+            return Err(Error::definite(format!(
+                "source transaction {} did not finish within 90% of the Kafka transaction timeout \
+                 ({} ms): raise `kafka.transaction_timeout_ms` (and the broker's \
+                 `transaction.max.timeout.ms`) so one source transaction fits in one Kafka \
+                 transaction (`transaction.timeout.ms`)",
+                self.meta.id(),
+                self.s.transaction_timeout_ms
+            )));
+        }
+        Ok(())
+    }
+
+    /// Writes the offset record and commits the open Kafka transaction (or batch).
+    fn commit(&mut self) -> Result<()> {
+        if !self.kafka_open || self.source_open {
+            return Ok(());
+        }
+        let started = Instant::now();
+        let Some((position, ts_ms)) = self.pending.clone() else {
+            // Nothing reached a boundary yet; cannot happen with a closed source transaction.
+            return Ok(());
+        };
+        let rec = OffsetRecord::new(&self.s.name, position, ts_ms);
+        let bytes = rec.to_bytes();
+        if self.exactly_once() {
+            self.producer.send(
+                &self.s.offsets_topic,
+                Some(self.s.name.as_bytes()),
+                Some(&bytes),
+            )?;
+            self.producer.wait_delivered()?;
+            self.producer
+                .inner
+                .commit_transaction(self.producer.wait_limit)
+                .map_err(|e| classify::classify("commit_transaction", &e))?;
+        } else {
+            // At-least-once: the offset is written only after all data is acknowledged.
+            self.producer.wait_delivered()?;
+            self.producer.send(
+                &self.s.offsets_topic,
+                Some(self.s.name.as_bytes()),
+                Some(&bytes),
+            )?;
+            self.producer.wait_delivered()?;
+        }
+        let micros = started.elapsed().as_micros() as u64;
+        self.stats
+            .records_committed
+            .fetch_add(self.kafka_records as u64, Ordering::Relaxed);
+        self.stats.txns_committed.fetch_add(1, Ordering::Relaxed);
+        self.stats
+            .commit_micros_total
+            .fetch_add(micros, Ordering::Relaxed);
+        self.stats.last_source_ts_ms.store(ts_ms, Ordering::Relaxed);
+        tracing::debug!(records = self.kafka_records, micros, position = %rec.position, "committed");
+        self.kafka_open = false;
+        self.kafka_records = 0;
+        self.pending = None;
+        self.last_commit = Instant::now();
+        Ok(())
+    }
+
+    /// Channel closed: commit what ends at a boundary, abort a half source transaction.
+    fn finish(&mut self) -> Result<()> {
+        if self.kafka_open && self.source_open {
+            tracing::info!("shutting down inside a source transaction: aborting it");
+            self.abort_quietly();
+            return Ok(());
+        }
+        if self.kafka_open || self.pending.is_some() {
+            self.begin()?;
+            self.commit()?;
+        }
+        Ok(())
+    }
+
+    fn abort_quietly(&mut self) {
+        if self.kafka_open && self.exactly_once() {
+            match self
+                .producer
+                .inner
+                .abort_transaction(Duration::from_secs(30))
+            {
+                Ok(()) => {
+                    self.stats.txns_aborted.fetch_add(1, Ordering::Relaxed);
+                    tracing::info!("aborted the open Kafka transaction");
+                }
+                Err(e) => tracing::warn!(error = %e, "abort_transaction failed"),
+            }
+        }
+        self.kafka_open = false;
+    }
+}
+
+/// `sluice offsets set`: fences any running instance (same transactional id), then commits an
+/// operator-chosen position in a transaction of its own. Blocking.
+pub fn set_offset(s: &SinkSettings, position: SourcePosition) -> Result<()> {
+    let mut topics = Topics::new(&s.client, s.topics.clone())?;
+    topics.ensure_offsets_topic(&s.offsets_topic)?;
+    let producer = SinkProducer::create(
+        &s.client,
+        Some(&s.transactional_id),
+        s.transaction_timeout_ms,
+        s.max_buffer_kbytes,
+    )?;
+    producer
+        .inner
+        .init_transactions(Duration::from_secs(60))
+        .map_err(|e| classify::classify("init_transactions (fencing)", &e))?;
+    producer
+        .inner
+        .begin_transaction()
+        .map_err(|e| classify::classify("begin_transaction", &e))?;
+    let mut rec = OffsetRecord::new(&s.name, position, 0);
+    rec.written_by = "operator".into();
+    producer.send(
+        &s.offsets_topic,
+        Some(s.name.as_bytes()),
+        Some(&rec.to_bytes()),
+    )?;
+    producer.wait_delivered()?;
+    producer
+        .inner
+        .commit_transaction(Duration::from_secs(60))
+        .map_err(|e| classify::classify("commit_transaction", &e))?;
+    Ok(())
+}

@@ -1,0 +1,212 @@
+//! The offsets store: one compacted, single-partition topic holding, per pipeline, the source
+//! position that the last committed Kafka transaction ended at.
+//!
+//! Invariant: an offset record is only ever written inside the same Kafka transaction as the
+//! data it covers (exactly-once), or after that data was acknowledged (at-least-once). It is
+//! read back with a `read_committed` consumer *after* `init_transactions` has fenced older
+//! producers and aborted their open transaction, so the value read is exactly the position of
+//! the last committed data — never of data that a crashed instance left uncommitted.
+
+use std::time::{Duration, Instant};
+
+use rdkafka::client::ClientContext;
+use rdkafka::config::ClientConfig;
+use rdkafka::consumer::{BaseConsumer, Consumer, ConsumerContext};
+use rdkafka::error::{KafkaError, RDKafkaErrorCode};
+use rdkafka::message::Message;
+use rdkafka::{Offset, TopicPartitionList};
+use serde::{Deserialize, Serialize};
+
+use crate::error::{Error, Result};
+use crate::position::SourcePosition;
+
+/// The format version of [`OffsetRecord`]; bumped on incompatible changes.
+pub const OFFSET_FORMAT_VERSION: u32 = 1;
+
+/// The value of an offset record (JSON), keyed by the pipeline name.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct OffsetRecord {
+    /// Format version, [`OFFSET_FORMAT_VERSION`].
+    pub version: u32,
+    /// The pipeline name (also the record key).
+    pub pipeline: String,
+    /// Where the source resumes: the end of the last source transaction in committed data.
+    pub position: SourcePosition,
+    /// Source commit time (ms since the epoch) of that transaction, 0 when unknown.
+    #[serde(default)]
+    pub source_ts_ms: u64,
+    /// Wall-clock time (ms since the epoch) at which the record was written.
+    pub committed_at_ms: u64,
+    /// Who wrote it: `pipeline` for normal operation, `operator` for `sluice offsets set`.
+    #[serde(default = "default_writer")]
+    pub written_by: String,
+}
+
+fn default_writer() -> String {
+    "pipeline".to_string()
+}
+
+impl OffsetRecord {
+    /// A record written by the running pipeline.
+    pub fn new(pipeline: &str, position: SourcePosition, source_ts_ms: u64) -> Self {
+        OffsetRecord {
+            version: OFFSET_FORMAT_VERSION,
+            pipeline: pipeline.to_string(),
+            position,
+            source_ts_ms,
+            committed_at_ms: now_ms(),
+            written_by: default_writer(),
+        }
+    }
+
+    /// Serializes to the JSON value stored in Kafka.
+    pub fn to_bytes(&self) -> Vec<u8> {
+        // Serializing plain data with string keys cannot fail.
+        serde_json::to_vec(self).unwrap_or_default()
+    }
+
+    /// Parses a stored record, refusing versions this build does not know.
+    pub fn from_bytes(bytes: &[u8]) -> Result<Self> {
+        let rec: OffsetRecord = serde_json::from_slice(bytes).map_err(|e| {
+            Error::definite(format!(
+                "the offsets topic holds a record sluice cannot read ({e}); \
+                 fix it with `sluice offsets set --position <pos>`"
+            ))
+        })?;
+        if rec.version > OFFSET_FORMAT_VERSION {
+            return Err(Error::definite(format!(
+                "the committed offset has format version {} but this sluice reads up to {}; \
+                 run a newer sluice",
+                rec.version, OFFSET_FORMAT_VERSION
+            )));
+        }
+        Ok(rec)
+    }
+}
+
+/// Consumer context that treats end-of-partition as the normal event it is here.
+struct ReaderContext;
+
+impl ClientContext for ReaderContext {
+    fn error(&self, error: KafkaError, reason: &str) {
+        if error.rdkafka_error_code() != Some(RDKafkaErrorCode::PartitionEOF) {
+            tracing::warn!(%error, reason, "offsets reader error");
+        }
+    }
+}
+
+impl ConsumerContext for ReaderContext {}
+
+/// Milliseconds since the Unix epoch.
+pub fn now_ms() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_millis() as u64)
+        .unwrap_or(0)
+}
+
+/// Reads the last committed offset record of `pipeline` from `topic` with a `read_committed`
+/// consumer. Blocking: call it from a blocking thread, after `init_transactions`.
+pub fn read_committed_offset(
+    base: &ClientConfig,
+    topic: &str,
+    pipeline: &str,
+    timeout: Duration,
+) -> Result<Option<OffsetRecord>> {
+    let mut cfg = base.clone();
+    cfg.set("group.id", format!("sluice-offsets-reader-{pipeline}"))
+        .set("enable.auto.commit", "false")
+        .set("enable.auto.offset.store", "false")
+        .set("isolation.level", "read_committed")
+        .set("enable.partition.eof", "true")
+        .set("auto.offset.reset", "earliest");
+    let consumer: BaseConsumer<ReaderContext> = cfg
+        .create_with_context(ReaderContext)
+        .map_err(|e| Error::definite(format!("cannot create the offsets reader: {e}")))?;
+    let mut tpl = TopicPartitionList::new();
+    tpl.add_partition_offset(topic, 0, Offset::Beginning)
+        .map_err(|e| Error::definite(format!("offsets topic `{topic}`: {e}")))?;
+    consumer
+        .assign(&tpl)
+        .map_err(|e| Error::transient(format!("assigning offsets topic `{topic}`: {e}")))?;
+
+    let deadline = Instant::now() + timeout;
+    let mut latest: Option<OffsetRecord> = None;
+    loop {
+        if Instant::now() > deadline {
+            return Err(Error::transient(format!(
+                "timed out reading the committed offset from `{topic}` after {timeout:?}"
+            )));
+        }
+        match consumer.poll(Duration::from_millis(200)) {
+            None => continue,
+            Some(Ok(msg)) => {
+                if msg.key() != Some(pipeline.as_bytes()) {
+                    continue;
+                }
+                match msg.payload() {
+                    // A tombstone resets the pipeline (written by an operator).
+                    None => latest = None,
+                    Some(p) => latest = Some(OffsetRecord::from_bytes(p)?),
+                }
+            }
+            Some(Err(KafkaError::PartitionEOF(_))) => return Ok(latest),
+            Some(Err(e)) => {
+                if e.rdkafka_error_code() == Some(RDKafkaErrorCode::UnknownTopicOrPartition) {
+                    return Ok(None);
+                }
+                return Err(Error::transient(format!(
+                    "reading the offsets topic `{topic}`: {e}"
+                )));
+            }
+        }
+    }
+}
+
+/// Parses the `--position` of `sluice offsets set`: `gtid:<set>`, `gtid:<list>` or
+/// `file:<name>:<pos>` (not `earliest`/`latest`, which are not positions).
+pub fn parse_operator_position(text: &str) -> Result<SourcePosition> {
+    use crate::position::StartSpec;
+    let spec: StartSpec = text
+        .parse()
+        .map_err(|e| Error::definite(format!("--position: {e}")))?;
+    match spec {
+        StartSpec::FilePos(fp) => Ok(SourcePosition::FilePos(fp)),
+        StartSpec::MysqlGtid(gtid_set) => Ok(SourcePosition::MysqlGtid {
+            gtid_set,
+            file_pos: None,
+        }),
+        StartSpec::MariadbGtid(gtid_list) => Ok(SourcePosition::MariadbGtid {
+            gtid_list,
+            file_pos: None,
+        }),
+        other => Err(Error::definite(format!(
+            "--position `{other}` is not a position: give gtid:<set>, gtid:<list> or \
+             file:<name>:<pos> (to start over from `source.start`, use a new pipeline name)"
+        ))),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::position::FilePos;
+
+    #[test]
+    fn record_round_trips() {
+        let pos = SourcePosition::FilePos(FilePos {
+            file: "mysql-bin.000003".into(),
+            pos: 1234,
+        });
+        let rec = OffsetRecord::new("shop", pos, 17);
+        let back = OffsetRecord::from_bytes(&rec.to_bytes()).unwrap();
+        assert_eq!(rec, back);
+    }
+
+    #[test]
+    fn newer_versions_are_refused() {
+        let text = br#"{"version":99,"pipeline":"p","position":{"kind":"file","file":"f.000001","pos":4},"committed_at_ms":1}"#;
+        let err = OffsetRecord::from_bytes(text).unwrap_err();
+        assert!(err.to_string().contains("format version 99"));
+    }
+}

@@ -1,0 +1,187 @@
+//! The Kafka producer sluice writes through: configuration that exactly-once depends on,
+//! delivery-report bookkeeping, and produce with backpressure.
+//!
+//! Invariant: every record is produced with `acks=all` by an idempotent producer; in
+//! exactly-once mode also inside a transaction. A delivery failure is remembered and surfaces
+//! before the transaction (or, at-least-once, the offset record) is committed, so an offset is
+//! never written past data that did not reach Kafka.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use rdkafka::client::ClientContext;
+use rdkafka::config::ClientConfig;
+use rdkafka::error::{KafkaError, RDKafkaErrorCode};
+use rdkafka::producer::{BaseProducer, BaseRecord, DeliveryResult, Producer, ProducerContext};
+
+use crate::error::{Error, Result};
+use crate::sink::classify::classify;
+
+/// Delivery reports and fatal errors seen by librdkafka's callbacks.
+#[derive(Default)]
+pub struct DeliveryState {
+    /// The first delivery error since it was last taken.
+    pub first_error: Mutex<Option<KafkaError>>,
+    /// A fatal error reported by librdkafka (fencing among them).
+    pub fatal: Mutex<Option<String>>,
+    /// Records acknowledged by the broker.
+    pub delivered: AtomicU64,
+}
+
+/// The producer context: records delivery results and fatal errors.
+#[derive(Clone, Default)]
+pub struct SinkContext {
+    /// Shared with the sink, which checks it before committing.
+    pub state: Arc<DeliveryState>,
+}
+
+impl ClientContext for SinkContext {
+    fn error(&self, error: KafkaError, reason: &str) {
+        if let Some(code) = error.rdkafka_error_code() {
+            if code == RDKafkaErrorCode::Fatal {
+                if let Ok(mut f) = self.state.fatal.lock() {
+                    f.get_or_insert_with(|| format!("{error}: {reason}"));
+                }
+            }
+        }
+        tracing::warn!(%error, reason, "kafka client error");
+    }
+}
+
+impl ProducerContext for SinkContext {
+    type DeliveryOpaque = ();
+
+    fn delivery(&self, result: &DeliveryResult<'_>, _: ()) {
+        match result {
+            Ok(_) => {
+                self.state.delivered.fetch_add(1, Ordering::Relaxed);
+            }
+            Err((err, _)) => {
+                if let Ok(mut e) = self.state.first_error.lock() {
+                    if e.is_none() {
+                        *e = Some(err.clone());
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// The producer plus the limits that apply to waiting on it.
+pub struct SinkProducer {
+    /// The librdkafka producer.
+    pub inner: BaseProducer<SinkContext>,
+    /// Callback state.
+    pub ctx: SinkContext,
+    /// How long one produce may wait for queue space, or a flush for acknowledgements.
+    pub wait_limit: Duration,
+}
+
+impl SinkProducer {
+    /// Creates the producer. `transactional_id` is `Some` in exactly-once mode.
+    pub fn create(
+        base: &ClientConfig,
+        transactional_id: Option<&str>,
+        transaction_timeout_ms: u64,
+        max_buffer_kbytes: u64,
+    ) -> Result<Self> {
+        let mut cfg = base.clone();
+        cfg.set("enable.idempotence", "true")
+            .set("acks", "all")
+            .set("partitioner", "murmur2_random")
+            .set("queue.buffering.max.kbytes", max_buffer_kbytes.to_string())
+            .set("message.timeout.ms", transaction_timeout_ms.to_string());
+        if cfg.get("linger.ms").is_none() {
+            cfg.set("linger.ms", "5");
+        }
+        if let Some(id) = transactional_id {
+            cfg.set("transactional.id", id)
+                .set("transaction.timeout.ms", transaction_timeout_ms.to_string());
+        }
+        let ctx = SinkContext::default();
+        let inner: BaseProducer<SinkContext> = cfg
+            .create_with_context(ctx.clone())
+            .map_err(|e| Error::definite(format!("cannot create the Kafka producer: {e}")))?;
+        Ok(SinkProducer {
+            inner,
+            ctx,
+            wait_limit: Duration::from_millis(transaction_timeout_ms),
+        })
+    }
+
+    /// Produces one record, waiting (polling) while librdkafka's bounded queue is full.
+    pub fn send(&self, topic: &str, key: Option<&[u8]>, value: Option<&[u8]>) -> Result<()> {
+        let started = Instant::now();
+        loop {
+            let mut rec: BaseRecord<'_, [u8], [u8]> = BaseRecord::to(topic);
+            if let Some(k) = key {
+                rec = rec.key(k);
+            }
+            if let Some(v) = value {
+                rec = rec.payload(v);
+            }
+            match self.inner.send(rec) {
+                Ok(()) => {
+                    self.inner.poll(Duration::ZERO);
+                    return Ok(());
+                }
+                Err((KafkaError::MessageProduction(RDKafkaErrorCode::QueueFull), _)) => {
+                    if started.elapsed() > self.wait_limit {
+                        return Err(Error::transient(format!(
+                            "the Kafka producer queue stayed full for {:?} while writing to `{topic}`",
+                            self.wait_limit
+                        )));
+                    }
+                    self.inner.poll(Duration::from_millis(2));
+                }
+                Err((e, _)) => return Err(classify(&format!("produce to `{topic}`"), &e)),
+            }
+        }
+    }
+
+    /// Waits until every produced record is acknowledged (short polls: no 100 ms floor), then
+    /// surfaces the first delivery error, if any.
+    pub fn wait_delivered(&self) -> Result<()> {
+        let started = Instant::now();
+        while self.inner.in_flight_count() > 0 {
+            if started.elapsed() > self.wait_limit {
+                return Err(Error::transient(format!(
+                    "records not acknowledged within {:?} (`kafka.transaction_timeout_ms`)",
+                    self.wait_limit
+                )));
+            }
+            self.inner.poll(Duration::from_millis(1));
+        }
+        self.check_errors()
+    }
+
+    /// Returns the first delivery or fatal error seen since the last call.
+    pub fn check_errors(&self) -> Result<()> {
+        if let Ok(f) = self.ctx.state.fatal.lock() {
+            if let Some(msg) = f.as_ref() {
+                let err = self.inner.client().fatal_error();
+                let code = err.as_ref().map(|(c, _)| *c);
+                if let Some(c) = code {
+                    if crate::sink::classify::is_fence_code(c) {
+                        return Err(Error::Fenced(crate::sink::classify::fenced_message(msg)));
+                    }
+                }
+                return Err(Error::definite(format!(
+                    "Kafka producer fatal error: {msg}"
+                )));
+            }
+        }
+        let first = self
+            .ctx
+            .state
+            .first_error
+            .lock()
+            .ok()
+            .and_then(|mut e| e.take());
+        match first {
+            Some(e) => Err(classify("delivery", &e)),
+            None => Ok(()),
+        }
+    }
+}

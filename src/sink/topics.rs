@@ -1,0 +1,179 @@
+//! Topic management: the offsets topic must be compacted with one partition; data topics are
+//! created when missing and used as they are when they exist.
+//!
+//! All calls here block (admin requests are awaited on the calling thread); they run on the
+//! sink's own thread or in a preflight, never on the async executor.
+
+use std::collections::{BTreeMap, HashSet};
+use std::time::Duration;
+
+use rdkafka::admin::{AdminClient, AdminOptions, NewTopic, ResourceSpecifier, TopicReplication};
+use rdkafka::client::DefaultClientContext;
+use rdkafka::config::ClientConfig;
+use rdkafka::error::RDKafkaErrorCode;
+
+use crate::error::{Error, Result};
+
+/// Settings for topics sluice creates.
+#[derive(Debug, Clone)]
+pub struct TopicSettings {
+    /// Partitions of created data topics.
+    pub partitions: i32,
+    /// Replication factor of created topics; -1 for the broker default.
+    pub replication_factor: i32,
+    /// Topic configs applied to created data topics.
+    pub config: BTreeMap<String, String>,
+}
+
+/// Creates and checks topics; remembers the data topics known to exist.
+pub struct Topics {
+    admin: AdminClient<DefaultClientContext>,
+    settings: TopicSettings,
+    known: HashSet<String>,
+    timeout: Duration,
+}
+
+impl Topics {
+    /// An admin client on the given client config.
+    pub fn new(base: &ClientConfig, settings: TopicSettings) -> Result<Self> {
+        let admin = base
+            .create()
+            .map_err(|e| Error::definite(format!("cannot create a Kafka admin client: {e}")))?;
+        Ok(Topics {
+            admin,
+            settings,
+            known: HashSet::new(),
+            timeout: Duration::from_secs(30),
+        })
+    }
+
+    /// Partition count of `topic`, or `None` when it does not exist.
+    pub fn partition_count(&self, topic: &str) -> Result<Option<usize>> {
+        let md = self
+            .admin
+            .inner()
+            .fetch_metadata(Some(topic), self.timeout)
+            .map_err(|e| {
+                Error::transient(format!("Kafka metadata request for `{topic}` failed: {e}"))
+            })?;
+        let Some(t) = md.topics().iter().find(|t| t.name() == topic) else {
+            return Ok(None);
+        };
+        match t.error() {
+            None => Ok(Some(t.partitions().len())),
+            Some(e) if RDKafkaErrorCode::from(e) == RDKafkaErrorCode::UnknownTopicOrPartition => {
+                Ok(None)
+            }
+            Some(e) => Err(Error::transient(format!(
+                "Kafka metadata for `{topic}`: {}",
+                RDKafkaErrorCode::from(e)
+            ))),
+        }
+    }
+
+    fn create(&self, topic: &str, partitions: i32, config: &[(&str, &str)]) -> Result<()> {
+        let replication = TopicReplication::Fixed(self.settings.replication_factor);
+        let mut nt = NewTopic::new(topic, partitions, replication);
+        for (k, v) in config {
+            nt = nt.set(k, v);
+        }
+        let opts = AdminOptions::new().operation_timeout(Some(self.timeout));
+        let res = futures_executor::block_on(self.admin.create_topics([&nt], &opts))
+            .map_err(|e| Error::transient(format!("creating topic `{topic}`: {e}")))?;
+        for r in res {
+            match r {
+                Ok(_) => {}
+                Err((_, RDKafkaErrorCode::TopicAlreadyExists)) => {}
+                Err((name, code)) => {
+                    let msg = format!("creating topic `{name}` failed: {code}");
+                    return Err(match code {
+                        RDKafkaErrorCode::TopicAuthorizationFailed
+                        | RDKafkaErrorCode::ClusterAuthorizationFailed => Error::definite(format!(
+                            "{msg}; grant CREATE to sluice's principal or create the topic beforehand"
+                        )),
+                        RDKafkaErrorCode::InvalidReplicationFactor
+                        | RDKafkaErrorCode::InvalidPartitions
+                        | RDKafkaErrorCode::InvalidConfig
+                        | RDKafkaErrorCode::InvalidTopic => Error::definite(format!(
+                            "{msg}; check `[kafka] partitions`, `replication_factor` and `topic_config`"
+                        )),
+                        _ => Error::transient(msg),
+                    });
+                }
+            }
+        }
+        tracing::info!(topic, partitions, "created topic");
+        Ok(())
+    }
+
+    /// Makes sure the data topic exists (creating it when missing).
+    pub fn ensure_data_topic(&mut self, topic: &str) -> Result<()> {
+        if self.known.contains(topic) {
+            return Ok(());
+        }
+        if self.partition_count(topic)?.is_none() {
+            let cfg: Vec<(&str, &str)> = self
+                .settings
+                .config
+                .iter()
+                .map(|(k, v)| (k.as_str(), v.as_str()))
+                .collect();
+            self.create(topic, self.settings.partitions, &cfg)?;
+        }
+        self.known.insert(topic.to_string());
+        Ok(())
+    }
+
+    /// Makes sure the offsets topic exists, is compacted and has one partition.
+    pub fn ensure_offsets_topic(&mut self, topic: &str) -> Result<()> {
+        match self.partition_count(topic)? {
+            None => {
+                self.create(
+                    topic,
+                    1,
+                    &[
+                        ("cleanup.policy", "compact"),
+                        ("min.compaction.lag.ms", "0"),
+                    ],
+                )?;
+            }
+            Some(1) => self.check_compacted(topic)?,
+            Some(n) => {
+                return Err(Error::definite(format!(
+                    "offsets topic `{topic}` has {n} partitions, expected 1: sluice keeps its \
+                     offsets in one partition so the last record is the latest; set \
+                     `kafka.offsets_topic` to a new name or recreate the topic with 1 partition"
+                )))
+            }
+        }
+        self.known.insert(topic.to_string());
+        Ok(())
+    }
+
+    fn check_compacted(&self, topic: &str) -> Result<()> {
+        let opts = AdminOptions::new().request_timeout(Some(self.timeout));
+        let spec = ResourceSpecifier::Topic(topic);
+        let res = futures_executor::block_on(self.admin.describe_configs([&spec], &opts))
+            .map_err(|e| Error::transient(format!("describing topic `{topic}`: {e}")))?;
+        let Some(Ok(resource)) = res.into_iter().next() else {
+            return Err(Error::transient(format!(
+                "describing topic `{topic}` returned no result"
+            )));
+        };
+        let policy = resource
+            .entries
+            .iter()
+            .find(|e| e.name == "cleanup.policy")
+            .and_then(|e| e.value.clone())
+            .unwrap_or_default();
+        if !policy.split(',').any(|p| p.trim() == "compact") {
+            return Err(Error::definite(format!(
+                "offsets topic `{topic}` has cleanup.policy={policy:?}, expected \"compact\": with \
+                 deletion the committed offset would expire and the pipeline would start over; run \
+                 `kafka-configs --alter --entity-type topics --entity-name {topic} --add-config \
+                 cleanup.policy=compact` or set `kafka.offsets_topic` to a new topic"
+            )));
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,8 @@
+//! The binlog source: server access, preflight checks, event parsing, row decoding and the
+//! streaming stage that assembles whole source transactions.
+
+pub mod events;
+pub mod preflight;
+pub mod rows;
+pub mod server;
+pub mod stream;

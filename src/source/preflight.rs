@@ -1,0 +1,235 @@
+//! Preflight checks (`sluice check`, and the first thing `sluice run` does): each item is
+//! reported as ok or as a problem that names the setting, the value found, the value expected
+//! and the fix.
+
+use mysql_async::prelude::*;
+use mysql_async::Conn;
+
+use crate::position::SourcePosition;
+use crate::source::server::{self, Flavor, ServerInfo};
+
+/// One line of the preflight report.
+#[derive(Debug, Clone)]
+pub struct CheckItem {
+    /// What was checked.
+    pub name: String,
+    /// `None` when fine, else the problem with its fix.
+    pub problem: Option<String>,
+    /// What was found (shown for ok items too).
+    pub detail: String,
+}
+
+impl CheckItem {
+    fn ok(name: &str, detail: impl Into<String>) -> Self {
+        CheckItem {
+            name: name.into(),
+            problem: None,
+            detail: detail.into(),
+        }
+    }
+
+    fn problem(name: &str, detail: impl Into<String>, problem: impl Into<String>) -> Self {
+        CheckItem {
+            name: name.into(),
+            problem: Some(problem.into()),
+            detail: detail.into(),
+        }
+    }
+}
+
+fn expect_var(items: &mut Vec<CheckItem>, name: &str, found: &str, want: &str, fix: &str) {
+    if found.eq_ignore_ascii_case(want) {
+        items.push(CheckItem::ok(name, format!("{name}={found}")));
+    } else {
+        items.push(CheckItem::problem(
+            name,
+            format!("{name}={found:?}"),
+            format!(
+                "`{name}` is {found:?}, sluice needs {want:?}: {fix} (and restart or rotate the \
+                 binlog so the new setting applies to what sluice reads)"
+            ),
+        ));
+    }
+}
+
+/// Checks the server settings sluice depends on.
+pub async fn check_source(
+    conn: &mut Conn,
+    info: &ServerInfo,
+    our_server_id: u32,
+) -> Vec<CheckItem> {
+    let mut items = vec![CheckItem::ok(
+        "source reachable",
+        format!("{:?} {}", info.flavor, info.version),
+    )];
+    if info.log_bin {
+        items.push(CheckItem::ok("log_bin", "log_bin=ON"));
+    } else {
+        items.push(CheckItem::problem(
+            "log_bin",
+            "log_bin=OFF",
+            "binary logging is off: start the server with `log_bin` (e.g. log-bin=mysql-bin)",
+        ));
+    }
+    expect_var(
+        &mut items,
+        "binlog_format",
+        &info.binlog_format,
+        "ROW",
+        "SET GLOBAL binlog_format='ROW' and put binlog_format=ROW in the server config",
+    );
+    expect_var(
+        &mut items,
+        "binlog_row_image",
+        &info.binlog_row_image,
+        "FULL",
+        "SET GLOBAL binlog_row_image='FULL' and put binlog_row_image=FULL in the server config",
+    );
+    expect_var(
+        &mut items,
+        "binlog_row_metadata",
+        if info.binlog_row_metadata.is_empty() {
+            "(not supported by this server)"
+        } else {
+            &info.binlog_row_metadata
+        },
+        "FULL",
+        "SET GLOBAL binlog_row_metadata='FULL' and put binlog_row_metadata=FULL in the server \
+         config (needs MySQL 8.0.1+ or MariaDB 10.5+)",
+    );
+    match info.flavor {
+        Flavor::MariaDb => items.push(CheckItem::ok("GTID mode", "MariaDB GTIDs (always on)")),
+        Flavor::MySql if info.gtid_mode => items.push(CheckItem::ok("GTID mode", "gtid_mode=ON")),
+        Flavor::MySql => items.push(CheckItem::ok(
+            "GTID mode",
+            "gtid_mode=OFF: sluice resumes by binlog file and position",
+        )),
+    }
+    if info.server_id == our_server_id {
+        items.push(CheckItem::problem(
+            "server_id",
+            format!("source server_id={}", info.server_id),
+            format!(
+                "`source.server_id` = {our_server_id} is the source server's own server_id: pick \
+                 another id, unique among the source's replicas"
+            ),
+        ));
+    } else {
+        items.push(CheckItem::ok(
+            "server_id",
+            format!(
+                "sluice registers as {our_server_id}, source is {}",
+                info.server_id
+            ),
+        ));
+    }
+    items.push(check_grants(conn).await);
+    let retention = if info.binlog_expire_seconds == 0 {
+        "binlogs never expire".to_string()
+    } else {
+        format!(
+            "binlogs expire after {:.1} h",
+            info.binlog_expire_seconds as f64 / 3600.0
+        )
+    };
+    if info.binlog_expire_seconds != 0 && info.binlog_expire_seconds < 3600 * 6 {
+        items.push(CheckItem::problem(
+            "binlog retention",
+            retention,
+            "binlogs expire in under 6 hours: a sluice outage longer than that loses the resume \
+             position; raise `binlog_expire_logs_seconds` (MySQL) / `binlog_expire_logs_seconds` \
+             or `expire_logs_days` (MariaDB)",
+        ));
+    } else {
+        items.push(CheckItem::ok("binlog retention", retention));
+    }
+    items
+}
+
+async fn check_grants(conn: &mut Conn) -> CheckItem {
+    let grants: Vec<String> = match conn.query("SHOW GRANTS").await {
+        Ok(g) => g,
+        Err(e) => {
+            return CheckItem::problem(
+                "grants",
+                "SHOW GRANTS failed",
+                format!("cannot read grants: {e}"),
+            )
+        }
+    };
+    let all = grants.join(" ").to_ascii_uppercase();
+    let has = |p: &str| all.contains("ALL PRIVILEGES ON *.*") || all.contains(p);
+    let mut missing = Vec::new();
+    if !has("REPLICATION SLAVE") && !has("REPLICATION REPLICA") {
+        missing.push("REPLICATION SLAVE");
+    }
+    if !has("REPLICATION CLIENT") && !has("BINLOG MONITOR") {
+        missing.push("REPLICATION CLIENT");
+    }
+    if !has("SELECT") {
+        missing.push("SELECT");
+    }
+    if missing.is_empty() {
+        CheckItem::ok(
+            "grants",
+            "SELECT, REPLICATION SLAVE, REPLICATION CLIENT present",
+        )
+    } else {
+        CheckItem::problem(
+            "grants",
+            format!("missing {}", missing.join(", ")),
+            format!(
+                "the source user lacks {}: GRANT SELECT, RELOAD, REPLICATION SLAVE, \
+                 REPLICATION CLIENT ON *.* TO '<user>'@'<host>'",
+                missing.join(", ")
+            ),
+        )
+    }
+}
+
+/// Checks that `pos` (committed offset or configured start) is still on the server.
+pub async fn check_position(
+    conn: &mut Conn,
+    info: &ServerInfo,
+    pos: &SourcePosition,
+    what: &str,
+) -> CheckItem {
+    let name = "resume position";
+    let logs = match server::binary_logs(conn).await {
+        Ok(l) => l,
+        Err(e) => return CheckItem::problem(name, "SHOW BINARY LOGS failed", e.to_string()),
+    };
+    let fix = "the binlog it needs was purged: take a new snapshot, or move the pipeline with \
+               `sluice offsets set --position <pos>` to a position the server still has \
+               (SHOW BINARY LOGS), and raise binlog retention";
+    if let SourcePosition::MysqlGtid { gtid_set, .. } = pos {
+        if info.flavor == Flavor::MySql {
+            if let Ok(purged) = server::mysql_gtid_var(conn, "gtid_purged").await {
+                if !purged.is_subset(gtid_set) {
+                    return CheckItem::problem(
+                        name,
+                        format!("{what} {pos}; server gtid_purged {purged}"),
+                        format!("the server purged transactions the {what} has not seen: {fix}"),
+                    );
+                }
+            }
+            return CheckItem::ok(name, format!("{what} {pos} is available"));
+        }
+    }
+    if let Some(fp) = pos.file_pos() {
+        if !fp.file.is_empty() && !logs.iter().any(|l| l == &fp.file) {
+            let oldest = logs.first().cloned().unwrap_or_default();
+            // A GTID position may still resolve through the GTID state even if the
+            // informative file is gone; MariaDB then needs the GTID in the binlogs.
+            return CheckItem::problem(
+                name,
+                format!("{what} {pos}; oldest binlog on the server is {oldest}"),
+                format!(
+                    "binlog file `{}` is not on the server any more: {fix}",
+                    fp.file
+                ),
+            );
+        }
+    }
+    CheckItem::ok(name, format!("{what} {pos} is available"))
+}

@@ -1,0 +1,294 @@
+//! End-to-end: changes written to the real database arrive in the real Kafka exactly as
+//! expected, read with `isolation.level=read_committed`.
+
+mod support;
+
+use std::time::Duration;
+
+use serde_json::json;
+use support::*;
+
+async fn setup(p: &Pipeline) {
+    let mut c = root(p.flavor.port).await;
+    let db = &p.db;
+    exec(
+        &mut c,
+        &[
+            &format!("CREATE DATABASE {db}"),
+            &format!(
+                "CREATE TABLE {db}.customers (id INT PRIMARY KEY, name VARCHAR(100), \
+                 balance DECIMAL(10,2), created DATETIME(3), flags SET('a','b','c'), \
+                 kind ENUM('person','company'), big BIGINT UNSIGNED, blobby VARBINARY(8), \
+                 d DATE, t TIME(6), ts TIMESTAMP(3) NULL, y YEAR, j JSON, b1 BIT(1), b9 BIT(9))"
+            ),
+            &format!(
+                "CREATE TABLE {db}.orders (id BIGINT PRIMARY KEY, customer_id INT NOT NULL, \
+                 amount DECIMAL(12,4), note TEXT)"
+            ),
+            &format!("CREATE TABLE {db}.skipped_nopk (a INT, b VARCHAR(10))"),
+        ],
+    )
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn changes_arrive_exactly_once_in_order_with_debezium_shape() {
+    for flavor in flavors() {
+        run_basic(flavor).await;
+    }
+}
+
+async fn run_basic(flavor: Flavor) {
+    let p = Pipeline::new(flavor, "basic", "");
+    setup(&p).await;
+    let mut child = p.spawn();
+    p.wait_started(Duration::from_secs(60));
+    let mut c = root(flavor.port).await;
+    let db = &p.db;
+    exec(
+        &mut c,
+        &[
+            &format!(
+                "INSERT INTO {db}.customers VALUES (1, 'Ann ü😀', 12.50, '2024-03-01 10:20:30.123', \
+                 'a,c', 'company', 18446744073709551615, X'00ff', '2024-03-01', '-12:34:56.000789', \
+                 '2024-03-01 10:20:30.456', 2024, '{{\"k\": [1, 2]}}', b'1', b'100000001')"
+            ),
+            &format!(
+                "INSERT INTO {db}.customers (id, name) VALUES (2, 'Bob')"
+            ),
+            "BEGIN",
+            &format!("INSERT INTO {db}.orders VALUES (10, 1, 99.9900, 'first')"),
+            &format!("UPDATE {db}.customers SET balance = balance - 99.99 WHERE id = 1"),
+            "COMMIT",
+            &format!("DELETE FROM {db}.customers WHERE id = 2"),
+            &format!("UPDATE {db}.customers SET id = 3 WHERE id = 1"),
+            &format!("INSERT INTO {db}.skipped_nopk VALUES (1, 'x')"),
+        ],
+    )
+    .await;
+    let topics = vec![
+        p.topic("customers"),
+        p.topic("orders"),
+        p.topic("skipped_nopk"),
+    ];
+    // customers: c1 c2 u1 d2 t2 d1 t1 c3 = 8, orders: 1, nopk: 1
+    let recs = consume(
+        &topics,
+        "read_committed",
+        10,
+        Duration::from_secs(2),
+        Duration::from_secs(60),
+    );
+    let st = terminate(&mut child);
+    let by = by_topic(&recs);
+    let name = flavor.name;
+    let cust = by.get(&p.topic("customers")).cloned().unwrap_or_default();
+    let ops: Vec<String> = cust
+        .iter()
+        .map(|r| match &r.value {
+            None => format!("tomb{}", r.key.as_ref().unwrap()["id"]),
+            Some(v) => format!(
+                "{}{}",
+                v["op"].as_str().unwrap(),
+                r.key.as_ref().unwrap()["id"]
+            ),
+        })
+        .collect();
+    assert_eq!(
+        ops,
+        ["c1", "c2", "u1", "d2", "tomb2", "d1", "tomb1", "c3"],
+        "[{name}] customers ops; log:\n{}",
+        p.log()
+    );
+    let first = cust[0].value.as_ref().unwrap();
+    let after = &first["after"];
+    assert_eq!(first["before"], serde_json::Value::Null, "[{name}]");
+    assert_eq!(after["id"], json!(1), "[{name}]");
+    assert_eq!(after["name"], json!("Ann ü😀"), "[{name}]");
+    assert_eq!(
+        after["balance"],
+        json!("12.50"),
+        "[{name}] decimal as exact string"
+    );
+    assert_eq!(
+        after["created"],
+        json!(1709288430123i64),
+        "[{name}] DATETIME(3) as epoch ms"
+    );
+    assert_eq!(after["flags"], json!("a,c"), "[{name}]");
+    assert_eq!(after["kind"], json!("company"), "[{name}]");
+    assert_eq!(
+        after["big"],
+        json!(18446744073709551615u64),
+        "[{name}] exact BIGINT UNSIGNED"
+    );
+    assert_eq!(after["blobby"], json!("AP8="), "[{name}] binary as base64");
+    assert_eq!(after["d"], json!(19783), "[{name}] DATE as days");
+    assert_eq!(
+        after["t"],
+        json!(-45296000789i64),
+        "[{name}] TIME as micros"
+    );
+    assert_eq!(
+        after["ts"],
+        json!("2024-03-01T10:20:30.456Z"),
+        "[{name}] TIMESTAMP ISO UTC"
+    );
+    assert_eq!(after["y"], json!(2024), "[{name}]");
+    let j: serde_json::Value =
+        serde_json::from_str(after["j"].as_str().expect("JSON as a string")).unwrap();
+    assert_eq!(j, json!({"k": [1, 2]}), "[{name}] JSON column");
+    assert_eq!(after["b1"], json!(true), "[{name}] BIT(1)");
+    assert_eq!(
+        after["b9"],
+        json!("AQE="),
+        "[{name}] BIT(9) as base64 big-endian"
+    );
+    let src = &first["source"];
+    assert_eq!(src["db"], json!(p.db), "[{name}]");
+    assert_eq!(src["table"], json!("customers"), "[{name}]");
+    assert_eq!(src["name"], json!(p.name), "[{name}]");
+    assert_eq!(src["snapshot"], json!("false"), "[{name}]");
+    assert!(src["pos"].as_u64().unwrap() > 0, "[{name}]");
+    assert_eq!(src["connector"], json!(name), "[{name}]");
+
+    // The multi-table transaction: both records carry the same transaction id, in order.
+    let order = &by[&p.topic("orders")][0];
+    let upd = &cust[2];
+    let ov = order.value.as_ref().unwrap();
+    let uv = upd.value.as_ref().unwrap();
+    assert_eq!(ov["transaction"]["id"], uv["transaction"]["id"], "[{name}]");
+    assert_eq!(ov["transaction"]["total_order"], json!(1), "[{name}]");
+    assert_eq!(uv["transaction"]["total_order"], json!(2), "[{name}]");
+    assert_eq!(uv["before"]["balance"], json!("12.50"), "[{name}]");
+    assert_eq!(uv["after"]["balance"], json!("-87.49"), "[{name}]");
+    assert_eq!(ov["after"]["amount"], json!("99.9900"), "[{name}]");
+    assert_eq!(order.key, Some(json!({"id": 10})), "[{name}]");
+
+    // A table without a primary key: null key.
+    let nopk = &by[&p.topic("skipped_nopk")];
+    assert_eq!(nopk.len(), 1, "[{name}]");
+    assert!(
+        nopk[0].key.is_none(),
+        "[{name}] no key without a primary key"
+    );
+    assert!(
+        st.success(),
+        "[{name}] SIGTERM exits 0, got {st:?}; log:\n{}",
+        p.log()
+    );
+    assert_eq!(recs.len(), 10, "[{name}] no extra records");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_killed_transaction_is_invisible_then_written_once() {
+    for flavor in flavors() {
+        let p = Pipeline::new(flavor, "atomic", "");
+        let mut c = root(flavor.port).await;
+        let db = &p.db;
+        exec(
+            &mut c,
+            &[
+                &format!("CREATE DATABASE {db}"),
+                &format!("CREATE TABLE {db}.a (id INT PRIMARY KEY, v VARCHAR(200))"),
+                &format!("CREATE TABLE {db}.b (id INT PRIMARY KEY, v VARCHAR(200))"),
+            ],
+        )
+        .await;
+        let mut child = p.spawn();
+        p.wait_started(Duration::from_secs(60));
+        let n = env_usize("SLUICE_TEST_ATOMIC_ROWS", 40_000);
+        // One source transaction over two tables, large enough to be caught mid-write.
+        let pad = "x".repeat(150);
+        exec(&mut c, &["BEGIN"]).await;
+        for chunk in (0..n).collect::<Vec<_>>().chunks(2000) {
+            let vals: Vec<String> = chunk.iter().map(|i| format!("({i},'{pad}')")).collect();
+            let vals = vals.join(",");
+            exec(
+                &mut c,
+                &[
+                    &format!("INSERT INTO {db}.a VALUES {vals}"),
+                    &format!("INSERT INTO {db}.b VALUES {vals}"),
+                ],
+            )
+            .await;
+        }
+        exec(&mut c, &["COMMIT"]).await;
+        let topics = vec![p.topic("a"), p.topic("b")];
+        // Wait until some records of the open transaction are in the log, then kill -9.
+        let deadline = std::time::Instant::now() + Duration::from_secs(60);
+        loop {
+            let seen = consume(
+                &topics,
+                "read_uncommitted",
+                1,
+                Duration::ZERO,
+                Duration::from_millis(500),
+            );
+            if !seen.is_empty() {
+                break;
+            }
+            assert!(
+                std::time::Instant::now() < deadline,
+                "[{}] nothing written; log:\n{}",
+                flavor.name,
+                p.log()
+            );
+        }
+        child.kill().expect("kill -9");
+        let _ = child.wait();
+        let uncommitted = consume(
+            &topics,
+            "read_uncommitted",
+            2 * n,
+            Duration::from_secs(1),
+            Duration::from_secs(5),
+        )
+        .len();
+        let committed = consume(
+            &topics,
+            "read_committed",
+            1,
+            Duration::from_secs(1),
+            Duration::from_secs(3),
+        )
+        .len();
+        assert!(
+            committed == 0 || committed == 2 * n,
+            "[{}] a source transaction must be all or nothing under read_committed: saw {committed} of {}",
+            flavor.name,
+            2 * n
+        );
+        eprintln!(
+            "[{}] after kill -9: read_uncommitted {uncommitted}, read_committed {committed}",
+            flavor.name
+        );
+        // Restart: the pipeline fences the dead instance's transaction and writes it once.
+        let mut child = p.spawn();
+        let recs = consume(
+            &topics,
+            "read_committed",
+            2 * n,
+            Duration::from_secs(3),
+            Duration::from_secs(120),
+        );
+        terminate(&mut child);
+        assert_eq!(
+            recs.len(),
+            2 * n,
+            "[{}] exactly once after restart; log:\n{}",
+            flavor.name,
+            p.log()
+        );
+        let ids: std::collections::HashSet<(String, i64)> = recs
+            .iter()
+            .map(|r| {
+                (
+                    r.topic.clone(),
+                    r.key.as_ref().unwrap()["id"].as_i64().unwrap(),
+                )
+            })
+            .collect();
+        assert_eq!(ids.len(), 2 * n, "[{}] no duplicates", flavor.name);
+    }
+}

@@ -1,0 +1,307 @@
+//! Helpers for integration tests against the real services started by `scripts/services`:
+//! MariaDB on 127.0.0.1:3306 (scratch instance on 3316), Kafka on 127.0.0.1:9092.
+//!
+//! Each test works in its own database, pipeline name, offsets topic and topic prefix, so tests
+//! run in parallel without seeing each other's data.
+#![allow(dead_code)]
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use mysql_async::prelude::*;
+use rdkafka::config::ClientConfig;
+use rdkafka::consumer::{BaseConsumer, Consumer};
+use rdkafka::message::Message;
+use rdkafka::TopicPartitionList;
+
+/// A database flavour under test.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Flavor {
+    /// Name shown in failures.
+    pub name: &'static str,
+    /// Port of the default instance.
+    pub port: u16,
+}
+
+/// MariaDB (Debian packages) on 3306.
+pub const MARIADB: Flavor = Flavor {
+    name: "mariadb",
+    port: 3306,
+};
+
+/// The flavours every database test runs against.
+pub fn flavors() -> Vec<Flavor> {
+    vec![MARIADB]
+}
+
+/// Kafka bootstrap servers of the test bed.
+pub const KAFKA: &str = "127.0.0.1:9092";
+
+/// A short random suffix for names.
+pub fn unique(prefix: &str) -> String {
+    let n: u64 = rand::random();
+    format!("{prefix}_{:x}", n & 0xffff_ffff)
+}
+
+/// Workload size from the environment (small in CI, large in benchmarks).
+pub fn env_usize(name: &str, default: usize) -> usize {
+    std::env::var(name)
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(default)
+}
+
+/// Root connection to the flavour's server.
+pub async fn root(port: u16) -> mysql_async::Conn {
+    let opts = mysql_async::OptsBuilder::default()
+        .ip_or_hostname("127.0.0.1")
+        .tcp_port(port)
+        .user(Some("root"))
+        .prefer_socket(false);
+    mysql_async::Conn::new(opts).await.unwrap_or_else(|e| {
+        panic!("connect root@127.0.0.1:{port}: {e} (run ./scripts/services up)")
+    })
+}
+
+/// Runs statements on a root connection.
+pub async fn exec(conn: &mut mysql_async::Conn, sql: &[&str]) {
+    for s in sql {
+        conn.query_drop(*s)
+            .await
+            .unwrap_or_else(|e| panic!("{s}: {e}"));
+    }
+}
+
+/// A test pipeline: its name, database, topics and config file.
+pub struct Pipeline {
+    /// Flavour under test.
+    pub flavor: Flavor,
+    /// Pipeline name.
+    pub name: String,
+    /// Source database the test writes to.
+    pub db: String,
+    /// Offsets topic.
+    pub offsets_topic: String,
+    /// Config file path.
+    pub config: PathBuf,
+    _dir: tempfile::TempDir,
+}
+
+impl Pipeline {
+    /// A pipeline reading `db` on the flavour's server, with extra TOML appended.
+    pub fn new(flavor: Flavor, tag: &str, extra: &str) -> Pipeline {
+        let name = unique(&format!("t_{}_{tag}", flavor.name));
+        let db = name.clone();
+        let offsets_topic = format!("{name}.offsets");
+        let dir = tempfile::tempdir().expect("tempdir");
+        let config = dir.path().join("sluice.toml");
+        let text = format!(
+            r#"name = "{name}"
+
+[source]
+url = "mysql://sluice:sluice@127.0.0.1:{port}"
+server_id = {sid}
+include = ["{db}\\..*"]
+start = "latest"
+heartbeat_ms = 1000
+
+[kafka]
+bootstrap_servers = "{KAFKA}"
+offsets_topic = "{offsets_topic}"
+
+[commit]
+max_ms = 50
+idle_offset_ms = 500
+
+[[route]]
+match = "{db}\\.(.*)"
+topic = "{db}.$1"
+format = "json"
+{extra}
+"#,
+            port = flavor.port,
+            sid = 10000 + (rand::random::<u32>() % 50000),
+        );
+        std::fs::write(&config, text).expect("write config");
+        Pipeline {
+            flavor,
+            name,
+            db,
+            offsets_topic,
+            config,
+            _dir: dir,
+        }
+    }
+
+    /// Topic of a table.
+    pub fn topic(&self, table: &str) -> String {
+        format!("{}.{table}", self.db)
+    }
+
+    /// Starts `sluice run` on this pipeline.
+    pub fn spawn(&self) -> Child {
+        Command::new(env!("CARGO_BIN_EXE_sluice"))
+            .args(["run", "--config"])
+            .arg(&self.config)
+            .env("SLUICE_LOG", "info")
+            .stdout(Stdio::null())
+            .stderr(Stdio::from(
+                std::fs::OpenOptions::new()
+                    .create(true)
+                    .append(true)
+                    .open(self._dir.path().join("sluice.log"))
+                    .expect("log file"),
+            ))
+            .spawn()
+            .expect("spawn sluice")
+    }
+
+    /// The log of all spawned instances.
+    pub fn log(&self) -> String {
+        std::fs::read_to_string(self._dir.path().join("sluice.log")).unwrap_or_default()
+    }
+
+    /// Runs a sluice subcommand to completion, returning (exit code, stdout + stderr).
+    pub fn command(&self, args: &[&str]) -> (i32, String) {
+        let out = Command::new(env!("CARGO_BIN_EXE_sluice"))
+            .args(args)
+            .arg("--config")
+            .arg(&self.config)
+            .output()
+            .expect("run sluice");
+        let text = format!(
+            "{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        (out.status.code().unwrap_or(-1), text)
+    }
+
+    /// Waits until the pipeline has a committed offset (it is streaming).
+    pub fn wait_started(&self, timeout: Duration) {
+        let started = Instant::now();
+        loop {
+            let (code, out) = self.command(&["offsets", "show"]);
+            if code == 0 && out.contains("\"position\"") {
+                return;
+            }
+            assert!(
+                started.elapsed() < timeout,
+                "[{}] pipeline did not commit an offset within {timeout:?}; log:\n{}",
+                self.flavor.name,
+                self.log()
+            );
+            std::thread::sleep(Duration::from_millis(300));
+        }
+    }
+}
+
+/// Sends SIGTERM and waits for the exit status.
+pub fn terminate(child: &mut Child) -> std::process::ExitStatus {
+    let _ = Command::new("kill")
+        .args(["-TERM", &child.id().to_string()])
+        .status();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        if let Ok(Some(st)) = child.try_wait() {
+            return st;
+        }
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            return child.wait().expect("wait");
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// One consumed record.
+#[derive(Debug, Clone)]
+pub struct Rec {
+    /// Topic.
+    pub topic: String,
+    /// Partition.
+    pub partition: i32,
+    /// Offset.
+    pub offset: i64,
+    /// Key as JSON (None for a null key).
+    pub key: Option<serde_json::Value>,
+    /// Value as JSON (None for a tombstone).
+    pub value: Option<serde_json::Value>,
+}
+
+/// Reads every record of `topics` with `isolation.level`, until `want` records were seen
+/// (then waits `settle` more to catch extras) or `timeout` passes.
+pub fn consume(
+    topics: &[String],
+    isolation: &str,
+    want: usize,
+    settle: Duration,
+    timeout: Duration,
+) -> Vec<Rec> {
+    let consumer: BaseConsumer = ClientConfig::new()
+        .set("bootstrap.servers", KAFKA)
+        .set("group.id", unique("test_reader"))
+        .set("enable.auto.commit", "false")
+        .set("isolation.level", isolation)
+        .set("auto.offset.reset", "earliest")
+        .create()
+        .expect("consumer");
+    let mut tpl = TopicPartitionList::new();
+    for t in topics {
+        let md = consumer
+            .fetch_metadata(Some(t), Duration::from_secs(10))
+            .expect("metadata");
+        for mt in md.topics() {
+            for p in mt.partitions() {
+                tpl.add_partition_offset(t, p.id(), rdkafka::Offset::Beginning)
+                    .expect("tpl");
+            }
+        }
+    }
+    consumer.assign(&tpl).expect("assign");
+    let started = Instant::now();
+    let mut reached: Option<Instant> = None;
+    let mut out = Vec::new();
+    loop {
+        if started.elapsed() > timeout {
+            break;
+        }
+        if let Some(at) = reached {
+            if at.elapsed() > settle {
+                break;
+            }
+        }
+        match consumer.poll(Duration::from_millis(100)) {
+            None => {}
+            Some(Err(e)) => panic!("consume: {e}"),
+            Some(Ok(m)) => {
+                out.push(Rec {
+                    topic: m.topic().to_string(),
+                    partition: m.partition(),
+                    offset: m.offset(),
+                    key: m
+                        .key()
+                        .map(|k| serde_json::from_slice(k).expect("key is JSON")),
+                    value: m
+                        .payload()
+                        .map(|v| serde_json::from_slice(v).expect("value is JSON")),
+                });
+                if out.len() >= want && reached.is_none() {
+                    reached = Some(Instant::now());
+                }
+            }
+        }
+    }
+    out
+}
+
+/// Groups records by topic.
+pub fn by_topic(recs: &[Rec]) -> HashMap<String, Vec<Rec>> {
+    let mut m: HashMap<String, Vec<Rec>> = HashMap::new();
+    for r in recs {
+        m.entry(r.topic.clone()).or_default().push(r.clone());
+    }
+    m
+}
