@@ -42,10 +42,11 @@ pub struct TableSchema {
 /// (MariaDB counts GEOMETRY columns as character columns, MySQL does not).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum ServerFlavor {
-    /// Infer from the metadata itself (exact unless a table has GEOMETRY columns
-    /// and its charsets are logged in the compact "default + exceptions" form with no
-    /// exception after the first GEOMETRY column, where both readings agree anyway
-    /// for every column but the geometry ones).
+    /// Infer from the metadata itself.  Exact for tables without GEOMETRY columns,
+    /// for MySQL >= 8.0.23 (which logs COLUMN_VISIBILITY) and whenever the charset
+    /// list length or an exception index decides it; otherwise MariaDB is assumed
+    /// iff reading the charsets MariaDB's way gives every GEOMETRY column the
+    /// `binary` charset.  Pass the flavor explicitly when it is known.
     #[default]
     Auto,
     /// Oracle MySQL (and Percona Server).
@@ -371,12 +372,27 @@ fn char_charsets(
         ServerFlavor::Auto => {
             let mysql_count = raw.columns.iter().filter(|c| is_char(c, false)).count();
             let maria_count = raw.columns.iter().filter(|c| is_char(c, true)).count();
-            if mysql_count == maria_count {
+            if mysql_count == maria_count || opt.column_visibility {
+                // No GEOMETRY columns, or COLUMN_VISIBILITY (only MySQL >= 8.0.23 logs it).
                 false
             } else if let Some(list) = &opt.column_charset {
                 list.len() == maria_count
-            } else if let Some((_, exceptions)) = &opt.default_charset {
-                exceptions.iter().any(|&(idx, _)| idx >= mysql_count)
+            } else if let Some(default) = &opt.default_charset {
+                // An exception index beyond MySQL's count proves MariaDB; otherwise pick
+                // MariaDB when its reading gives every GEOMETRY column the `binary`
+                // charset, as MariaDB always does.
+                default.1.iter().any(|&(idx, _)| idx >= mysql_count)
+                    || expand_charsets(Some(default), None, maria_count)
+                        .ok()
+                        .flatten()
+                        .is_some_and(|list| {
+                            raw.columns
+                                .iter()
+                                .filter(|c| is_char(c, true))
+                                .zip(list)
+                                .filter(|(c, _)| matches!(c.real, RealType::Geometry { .. }))
+                                .all(|(_, cs)| cs == BINARY_CHARSET)
+                        })
             } else {
                 false
             }
@@ -772,6 +788,7 @@ struct OptionalMetadata {
     enum_set_default_charset: Option<(u16, Vec<(usize, u16)>)>,
     enum_set_column_charset: Option<Vec<u16>>,
     vector_dims: Option<Vec<u64>>,
+    column_visibility: bool,
 }
 
 impl OptionalMetadata {
@@ -830,7 +847,8 @@ impl OptionalMetadata {
                     }
                     out.vector_dims = Some(dims);
                 }
-                // 12 COLUMN_VISIBILITY and future fields: not needed.
+                12 => out.column_visibility = true,
+                // Future fields: not needed.
                 _ => {}
             }
         }
@@ -1313,6 +1331,34 @@ mod tests {
             assert_eq!(s.columns[1].kind.charset(), Some(8));
             assert_eq!(s.columns[2].kind.charset(), Some(33));
         }
+    }
+
+    #[test]
+    fn geometry_between_text_columns_auto_flavor() {
+        let cols = vec![
+            ColSpec::new("a", 15, &[40, 0]).charset(33),
+            ColSpec::new("g", 255, &[4]).charset(63),
+            ColSpec::new("b", 15, &[40, 0]).charset(33),
+        ];
+        for mariadb in [true, false] {
+            let mut b = TableMapBuilder::new("d", "t", cols.clone());
+            b.mariadb_geometry = mariadb;
+            let s = TableSchema::from_table_map(&b.event()).unwrap();
+            assert_eq!(s.columns[0].kind.charset(), Some(33), "mariadb {mariadb}");
+            assert_eq!(s.columns[2].kind.charset(), Some(33), "mariadb {mariadb}");
+        }
+        // COLUMN_VISIBILITY (MySQL >= 8.0.23) forces the MySQL reading
+        let mut b = TableMapBuilder::new("d", "t", cols);
+        let mut body = b.body();
+        body.extend_from_slice(&[12, 1, 0xe0]);
+        let raw = RawTableMap::parse(&body, 6).unwrap();
+        let s = TableSchema::from_raw(&raw, ServerFlavor::Auto).unwrap();
+        assert_eq!(s.columns[2].kind.charset(), Some(33));
+        b.mariadb_geometry = true;
+        let raw = RawTableMap::parse(&b.body(), 6).unwrap();
+        let s = TableSchema::from_raw(&raw, ServerFlavor::MySql).unwrap();
+        // explicit (wrong) flavor is obeyed
+        assert_eq!(s.columns[2].kind.charset(), Some(63));
     }
 
     #[test]

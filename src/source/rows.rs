@@ -8,7 +8,9 @@
 //!    (23/24/25), v2 (30/31/32, extra-data block skipped), MySQL
 //!    `PARTIAL_UPDATE_ROWS_EVENT` (39) and MariaDB's zlib-compressed rows events
 //!    (166/167/168 = v1 layout, 169/170/171 = v2 layout; the rows data is inflated
-//!    into an owned buffer).
+//!    into an owned buffer).  Whether the v2 extra-data block is present follows
+//!    from the event type; the post-header length only selects a 4- or 6-byte
+//!    table id.
 //! 2. A [`RowDecoder`], built once per `TABLE_MAP`, holds a per-column plan (storage
 //!    format, length-prefix widths, decimal sizes, fsp byte counts, signedness ...)
 //!    and decodes every row of an event in one tight loop.
@@ -21,7 +23,9 @@
 //! * each decoded image has exactly one [`Value`] per table column, in table order;
 //!   columns absent from the event's columns-present bitmap are [`Value::Missing`];
 //! * `BINARY(n)` values are right-padded with zero bytes to `n` bytes, as MySQL
-//!   returns them (the binlog strips trailing zeros).
+//!   returns them (the binlog strips trailing zeros);
+//! * JSON columns logged as partial updates (`binlog_row_value_options=PARTIAL_JSON`)
+//!   are rejected with [`RowsError::PartialJson`] rather than guessed at.
 //!
 //! MySQL binary JSON is rendered to compact JSON text by [`jsonb_to_json`], which
 //! keeps MySQL's key order and renders opaque DECIMAL as a number and opaque

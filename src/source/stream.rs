@@ -27,7 +27,7 @@ use crate::config::secret::SourceUrl;
 use crate::error::{mysql_error, Error, Result};
 use crate::pipeline::{Change, TableCtx, TxnMeta};
 use crate::position::{FilePos, GtidList, GtidSet, SourcePosition, StartSpec, Uuid16};
-use crate::schema::TableSchema;
+use crate::schema::{ServerFlavor, TableSchema};
 use crate::source::events::{self, types, QueryKind};
 use crate::source::rows::{parse_rows_event, RowDecoder, RowImage};
 use crate::source::server::{self, Flavor, ServerInfo};
@@ -681,9 +681,14 @@ impl Assembler {
         let route = match route {
             None => None,
             Some(target) => {
-                let schema = TableSchema::from_table_map(&tme).map_err(|e| {
-                    Error::definite(format!("{e} (table {db}.{table}, {})", self.at(start_pos)))
-                })?;
+                let flavor = match self.flavor {
+                    Flavor::MySql => ServerFlavor::MySql,
+                    Flavor::MariaDb => ServerFlavor::MariaDb,
+                };
+                let schema =
+                    TableSchema::from_table_map_with_flavor(&tme, flavor).map_err(|e| {
+                        Error::definite(format!("{e} (table {db}.{table}, {})", self.at(start_pos)))
+                    })?;
                 let key_idx = if target.key_columns.is_empty() {
                     schema.primary_key.clone()
                 } else {

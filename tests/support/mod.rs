@@ -249,15 +249,30 @@ pub fn consume(
         .create()
         .expect("consumer");
     let mut tpl = TopicPartitionList::new();
+    let wait_until = Instant::now() + timeout.min(Duration::from_secs(60));
     for t in topics {
-        let md = consumer
-            .fetch_metadata(Some(t), Duration::from_secs(10))
-            .expect("metadata");
-        for mt in md.topics() {
-            for p in mt.partitions() {
-                tpl.add_partition_offset(t, p.id(), rdkafka::Offset::Beginning)
-                    .expect("tpl");
+        // sluice creates topics when their first row arrives: wait for them to exist.
+        loop {
+            let md = consumer
+                .fetch_metadata(Some(t), Duration::from_secs(10))
+                .expect("metadata");
+            let parts: Vec<i32> = md
+                .topics()
+                .iter()
+                .filter(|mt| mt.error().is_none())
+                .flat_map(|mt| mt.partitions().iter().map(|p| p.id()))
+                .collect();
+            if !parts.is_empty() {
+                for p in parts {
+                    tpl.add_partition_offset(t, p, rdkafka::Offset::Beginning)
+                        .expect("tpl");
+                }
+                break;
             }
+            if Instant::now() > wait_until {
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(200));
         }
     }
     consumer.assign(&tpl).expect("assign");
