@@ -107,6 +107,12 @@ pub fn now_ms() -> u64 {
 
 /// Reads the last committed offset record of `pipeline` from `topic` with a `read_committed`
 /// consumer. Blocking: call it from a blocking thread, after `init_transactions`.
+///
+/// The offsets topic may be shared by several pipelines, whose open transactions hold back the
+/// last stable offset (LSO), so "end of partition" may never come. The reader therefore takes
+/// the high watermark *before* reading: every record of this pipeline is below it. It reads
+/// until it has passed that mark, or until the LSO has passed it (every record below the mark
+/// is decided) and nothing more arrived for a short while.
 pub fn read_committed_offset(
     base: &ClientConfig,
     topic: &str,
@@ -117,12 +123,34 @@ pub fn read_committed_offset(
     cfg.set("group.id", format!("sluice-offsets-reader-{pipeline}"))
         .set("enable.auto.commit", "false")
         .set("enable.auto.offset.store", "false")
-        .set("isolation.level", "read_committed")
         .set("enable.partition.eof", "true")
+        .set("fetch.wait.max.ms", "100")
         .set("auto.offset.reset", "earliest");
-    let consumer: BaseConsumer<ReaderContext> = cfg
-        .create_with_context(ReaderContext)
-        .map_err(|e| Error::definite(format!("cannot create the offsets reader: {e}")))?;
+    let create = |isolation: &str| -> Result<BaseConsumer<ReaderContext>> {
+        let mut c = cfg.clone();
+        c.set("isolation.level", isolation);
+        c.create_with_context(ReaderContext)
+            .map_err(|e| Error::definite(format!("cannot create the offsets reader: {e}")))
+    };
+    let probe = create("read_uncommitted")?;
+    let consumer = create("read_committed")?;
+    let watermark = |c: &BaseConsumer<ReaderContext>| -> Result<Option<i64>> {
+        match c.fetch_watermarks(topic, 0, Duration::from_secs(10)) {
+            Ok((_, high)) => Ok(Some(high)),
+            Err(e) if e.rdkafka_error_code() == Some(RDKafkaErrorCode::UnknownTopicOrPartition) => {
+                Ok(None)
+            }
+            Err(e) => Err(Error::transient(format!(
+                "reading the end of the offsets topic `{topic}`: {e}"
+            ))),
+        }
+    };
+    let Some(high) = watermark(&probe)? else {
+        return Ok(None);
+    };
+    if high <= 0 {
+        return Ok(None);
+    }
     let mut tpl = TopicPartitionList::new();
     tpl.add_partition_offset(topic, 0, Offset::Beginning)
         .map_err(|e| Error::definite(format!("offsets topic `{topic}`: {e}")))?;
@@ -132,32 +160,50 @@ pub fn read_committed_offset(
 
     let deadline = Instant::now() + timeout;
     let mut latest: Option<OffsetRecord> = None;
+    let mut decided_since: Option<Instant> = None;
+    let mut last_check = Instant::now();
     loop {
         if Instant::now() > deadline {
             return Err(Error::transient(format!(
-                "timed out reading the committed offset from `{topic}` after {timeout:?}"
+                "timed out reading the committed offset from `{topic}` after {timeout:?} \
+                 (a transaction on the offsets topic stayed open)"
             )));
         }
-        match consumer.poll(Duration::from_millis(200)) {
-            None => continue,
+        match consumer.poll(Duration::from_millis(100)) {
             Some(Ok(msg)) => {
-                if msg.key() != Some(pipeline.as_bytes()) {
-                    continue;
+                let next = msg.offset() + 1;
+                if msg.key() == Some(pipeline.as_bytes()) {
+                    match msg.payload() {
+                        // A tombstone resets the pipeline (written by an operator).
+                        None => latest = None,
+                        Some(p) => latest = Some(OffsetRecord::from_bytes(p)?),
+                    }
                 }
-                match msg.payload() {
-                    // A tombstone resets the pipeline (written by an operator).
-                    None => latest = None,
-                    Some(p) => latest = Some(OffsetRecord::from_bytes(p)?),
+                if next >= high {
+                    return Ok(latest);
                 }
+                decided_since = None;
             }
             Some(Err(KafkaError::PartitionEOF(_))) => return Ok(latest),
             Some(Err(e)) => {
-                if e.rdkafka_error_code() == Some(RDKafkaErrorCode::UnknownTopicOrPartition) {
-                    return Ok(None);
-                }
                 return Err(Error::transient(format!(
                     "reading the offsets topic `{topic}`: {e}"
-                )));
+                )))
+            }
+            None => {
+                if let Some(since) = decided_since {
+                    if since.elapsed() > Duration::from_millis(1000) {
+                        return Ok(latest);
+                    }
+                } else if last_check.elapsed() > Duration::from_millis(300) {
+                    last_check = Instant::now();
+                    // With read_committed the reported end is the last stable offset.
+                    if let Some(lso) = watermark(&consumer)? {
+                        if lso >= high {
+                            decided_since = Some(Instant::now());
+                        }
+                    }
+                }
             }
         }
     }
