@@ -68,6 +68,7 @@ fn main() -> ExitCode {
                 .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info")),
         )
         .with_target(false)
+        .with_writer(std::io::stderr)
         .init();
     let cli = Cli::parse();
     let rt = match tokio::runtime::Builder::new_multi_thread()

@@ -275,7 +275,7 @@ impl Sink {
             self.producer
                 .inner
                 .begin_transaction()
-                .map_err(|e| classify::classify("begin_transaction", &e))?;
+                .map_err(|e| self.producer.classify("begin_transaction", &e))?;
         }
         self.kafka_open = true;
         self.kafka_started = Instant::now();
@@ -403,7 +403,7 @@ impl Sink {
             self.producer
                 .inner
                 .commit_transaction(self.producer.wait_limit)
-                .map_err(|e| classify::classify("commit_transaction", &e))?;
+                .map_err(|e| self.producer.classify("commit_transaction", &e))?;
         } else {
             // At-least-once: the offset is written only after all data is acknowledged.
             self.producer.wait_delivered()?;
@@ -446,6 +446,11 @@ impl Sink {
     }
 
     fn abort_quietly(&mut self) {
+        // Never touch the transaction of a fenced producer: the new owner already aborted it.
+        if self.producer.inner.client().fatal_error().is_some() {
+            self.kafka_open = false;
+            return;
+        }
         if self.kafka_open && self.exactly_once() {
             match self
                 .producer

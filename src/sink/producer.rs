@@ -135,7 +135,7 @@ impl SinkProducer {
                     }
                     self.inner.poll(Duration::from_millis(2));
                 }
-                Err((e, _)) => return Err(classify(&format!("produce to `{topic}`"), &e)),
+                Err((e, _)) => return Err(self.classify(&format!("produce to `{topic}`"), &e)),
             }
         }
     }
@@ -154,6 +154,19 @@ impl SinkProducer {
             self.inner.poll(Duration::from_millis(1));
         }
         self.check_errors()
+    }
+
+    /// Classifies an error of this producer. A fatal producer error wins: librdkafka reports
+    /// the fence behind a generic "fatal" code, and a fenced instance must stop, not retry.
+    pub fn classify(&self, what: &str, err: &KafkaError) -> Error {
+        if let Some((code, reason)) = self.inner.client().fatal_error() {
+            let detail = format!("{what}: {reason}");
+            if crate::sink::classify::is_fence_code(code) {
+                return Error::Fenced(crate::sink::classify::fenced_message(&detail));
+            }
+            return Error::definite(format!("Kafka producer fatal error: {detail}"));
+        }
+        classify(what, err)
     }
 
     /// Returns the first delivery or fatal error seen since the last call.
@@ -180,7 +193,7 @@ impl SinkProducer {
             .ok()
             .and_then(|mut e| e.take());
         match first {
-            Some(e) => Err(classify("delivery", &e)),
+            Some(e) => Err(self.classify("delivery", &e)),
             None => Ok(()),
         }
     }
