@@ -69,6 +69,7 @@ fn main() -> ExitCode {
         )
         .with_target(false)
         .with_writer(std::io::stderr)
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .init();
     let cli = Cli::parse();
     let rt = match tokio::runtime::Builder::new_multi_thread()
