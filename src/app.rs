@@ -266,13 +266,16 @@ async fn attempt(
     let source_result = async {
         let mut conn = server::connect(&cfg.source.url, cfg.source.connect_timeout()).await?;
         let info = server::server_info(&mut conn).await?;
-        let resume = stream::resolve_start(
+        let mut resume = stream::resolve_start(
             &mut conn,
             &info,
             committed.as_ref().map(|r| &r.position),
             start,
         )
         .await?;
+        if let Some(r) = &committed {
+            resume.tracker.xa_prepared = r.xa_prepared.clone();
+        }
         match &committed {
             Some(r) => tracing::info!(position = %r.position, "resuming from the committed offset"),
             None => tracing::info!(start = %start, "no committed offset; starting at source.start"),

@@ -8,6 +8,7 @@
 //! Positions only travel on `Commit` (and `Progress` for binlog stretches without included
 //! rows): the sink can therefore only ever record a source commit boundary as its offset.
 
+use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use crate::config::route::RouteTarget;
@@ -100,19 +101,23 @@ pub enum Change {
         /// Binlog position of the rows event (start).
         pos: u64,
     },
-    /// The open transaction committed; the source resumes at `position` after it.
-    Commit {
-        /// Position after the transaction.
-        position: SourcePosition,
-        /// Commit time on the source, ms since the epoch.
-        ts_ms: u64,
-    },
-    /// The source moved past binlog without included rows (filtered tables, DDL, heartbeats):
-    /// the sink records it now and then so a restart does not replay it.
-    Progress {
-        /// Position at a transaction boundary.
-        position: SourcePosition,
-        /// Event time on the source, ms since the epoch.
-        ts_ms: u64,
-    },
+    /// The open transaction committed; the source resumes at the checkpoint after it.
+    Commit(Checkpoint),
+    /// The source moved past binlog without included rows (filtered tables, DDL, heartbeats,
+    /// prepared XA transactions): the sink records it now and then so a restart does not
+    /// replay it.
+    Progress(Checkpoint),
+}
+
+/// Everything a restart needs, taken at a source transaction boundary.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Checkpoint {
+    /// Position after the boundary.
+    pub position: SourcePosition,
+    /// Source time of the boundary, ms since the epoch.
+    pub ts_ms: u64,
+    /// XA transactions prepared before the boundary and not yet committed or rolled back:
+    /// xid (`x'<gtrid hex>',x'<bqual hex>',<format id>`) → `file:pos` where the prepared
+    /// group starts. Its rows are read again from there when `XA COMMIT` arrives.
+    pub xa_prepared: BTreeMap<String, String>,
 }

@@ -292,3 +292,102 @@ async fn a_killed_transaction_is_invisible_then_written_once() {
         assert_eq!(ids.len(), 2 * n, "[{}] no duplicates", flavor.name);
     }
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn xa_transactions_are_emitted_only_when_committed_even_across_a_crash() {
+    for flavor in flavors() {
+        let name = flavor.name;
+        let p = Pipeline::new(flavor, "xa", "");
+        let db = &p.db;
+        let mut c = root(flavor.port).await;
+        let mut other = root(flavor.port).await;
+        exec(
+            &mut c,
+            &[
+                &format!("CREATE DATABASE {db}"),
+                &format!("CREATE TABLE {db}.t (id INT PRIMARY KEY, v VARCHAR(20))"),
+            ],
+        )
+        .await;
+        let mut child = p.spawn();
+        p.wait_started(Duration::from_secs(60));
+        exec(
+            &mut c,
+            &[
+                "XA START 'a'",
+                &format!("INSERT INTO {db}.t VALUES (1, 'a1'), (2, 'a2')"),
+                "XA END 'a'",
+                "XA PREPARE 'a'",
+            ],
+        )
+        .await;
+        exec(
+            &mut other,
+            &[&format!("INSERT INTO {db}.t VALUES (100, 'marker')")],
+        )
+        .await;
+        let topics = vec![p.topic("t")];
+        let seen = consume(
+            &topics,
+            "read_committed",
+            1,
+            Duration::from_secs(2),
+            Duration::from_secs(60),
+        );
+        let ids: Vec<i64> = seen
+            .iter()
+            .map(|r| r.key.as_ref().unwrap()["id"].as_i64().unwrap())
+            .collect();
+        assert_eq!(
+            ids,
+            vec![100],
+            "[{name}] a prepared XA transaction is not emitted; log:\n{}",
+            p.log()
+        );
+        // Crash after the prepare was passed by a commit: the prepared group must survive.
+        child.kill().expect("kill -9");
+        let _ = child.wait();
+        let mut child = p.spawn();
+        exec(
+            &mut c,
+            &[
+                "XA COMMIT 'a'",
+                "XA START 'b'",
+                &format!("INSERT INTO {db}.t VALUES (3, 'b3')"),
+                "XA END 'b'",
+                "XA PREPARE 'b'",
+                "XA ROLLBACK 'b'",
+                "XA START 'c'",
+                &format!("INSERT INTO {db}.t VALUES (4, 'c4')"),
+                "XA END 'c'",
+                "XA COMMIT 'c' ONE PHASE",
+            ],
+        )
+        .await;
+        let recs = consume(
+            &topics,
+            "read_committed",
+            4,
+            Duration::from_secs(3),
+            Duration::from_secs(60),
+        );
+        terminate(&mut child);
+        let ids: Vec<i64> = recs
+            .iter()
+            .map(|r| r.key.as_ref().unwrap()["id"].as_i64().unwrap())
+            .collect();
+        assert_eq!(
+            ids,
+            vec![100, 1, 2, 4],
+            "[{name}] committed XA rows once, rolled back never; log:\n{}",
+            p.log()
+        );
+        let v = recs[1].value.as_ref().unwrap();
+        assert_eq!(v["after"]["v"], json!("a1"), "[{name}]");
+        assert_eq!(
+            recs[1].value.as_ref().unwrap()["transaction"]["id"],
+            recs[2].value.as_ref().unwrap()["transaction"]["id"],
+            "[{name}] both rows of XA 'a' are one transaction"
+        );
+    }
+}

@@ -37,7 +37,7 @@ use tokio::sync::{mpsc, oneshot};
 use crate::config::Delivery;
 use crate::encode::json::{JsonEncoder, Record};
 use crate::error::{Error, Result};
-use crate::pipeline::{Change, TableCtx, TxnMeta};
+use crate::pipeline::{Change, Checkpoint, TableCtx, TxnMeta};
 use crate::position::SourcePosition;
 use offsets::OffsetRecord;
 use producer::SinkProducer;
@@ -163,7 +163,7 @@ struct Sink {
     total_order: u64,
     table_order: HashMap<usize, u64>,
     /// Latest source boundary reached and not yet committed, with its source time.
-    pending: Option<(SourcePosition, u64)>,
+    pending: Option<Checkpoint>,
     last_commit: Instant,
 }
 
@@ -307,17 +307,17 @@ impl Sink {
                 self.write_rows(&table, kind, &rows, pos)?;
                 self.check_txn_age()?;
             }
-            Change::Commit { position, ts_ms } => {
+            Change::Commit(cp) => {
                 self.source_open = false;
-                self.pending = Some((position, ts_ms));
+                self.pending = Some(cp);
                 if self.kafka_records >= self.s.commit_max_events
                     || self.kafka_started.elapsed() >= Duration::from_millis(self.s.commit_max_ms)
                 {
                     self.commit()?;
                 }
             }
-            Change::Progress { position, ts_ms } => {
-                self.pending = Some((position, ts_ms));
+            Change::Progress(cp) => {
+                self.pending = Some(cp);
             }
         }
         Ok(())
@@ -387,11 +387,13 @@ impl Sink {
             return Ok(());
         }
         let started = Instant::now();
-        let Some((position, ts_ms)) = self.pending.clone() else {
+        let Some(cp) = self.pending.clone() else {
             // Nothing reached a boundary yet; cannot happen with a closed source transaction.
             return Ok(());
         };
-        let rec = OffsetRecord::new(&self.s.name, position, ts_ms);
+        let ts_ms = cp.ts_ms;
+        let mut rec = OffsetRecord::new(&self.s.name, cp.position, ts_ms);
+        rec.xa_prepared = cp.xa_prepared;
         let bytes = rec.to_bytes();
         if self.exactly_once() {
             self.producer.send(

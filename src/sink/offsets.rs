@@ -7,6 +7,7 @@
 //! producers and aborted their open transaction, so the value read is exactly the position of
 //! the last committed data — never of data that a crashed instance left uncommitted.
 
+use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
 use rdkafka::client::ClientContext;
@@ -40,6 +41,10 @@ pub struct OffsetRecord {
     /// Who wrote it: `pipeline` for normal operation, `operator` for `sluice offsets set`.
     #[serde(default = "default_writer")]
     pub written_by: String,
+    /// Prepared, not yet committed XA transactions before `position` (xid → `file:pos` of the
+    /// prepared group), so their rows can be read again at `XA COMMIT` after a restart.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub xa_prepared: BTreeMap<String, String>,
 }
 
 fn default_writer() -> String {
@@ -56,6 +61,7 @@ impl OffsetRecord {
             source_ts_ms,
             committed_at_ms: now_ms(),
             written_by: default_writer(),
+            xa_prepared: BTreeMap::new(),
         }
     }
 

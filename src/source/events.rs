@@ -271,6 +271,90 @@ pub fn classify_query(q: &str) -> QueryKind {
     }
 }
 
+/// An XA_PREPARE_LOG_EVENT: the end of a prepared XA group (or, with `one_phase`, the commit
+/// of an `XA COMMIT ... ONE PHASE` group).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct XaPrepare {
+    /// The group was committed in one phase: it is a normal commit.
+    pub one_phase: bool,
+    /// The xid in its normalized text form, see [`xid_text`].
+    pub xid: String,
+}
+
+/// The normalized text of an xid, as servers print it in `XA COMMIT`: lower-case
+/// `x'<gtrid hex>',x'<bqual hex>',<format id>`.
+pub fn xid_text(format_id: i64, gtrid: &[u8], bqual: &[u8]) -> String {
+    let hex = |b: &[u8]| b.iter().map(|x| format!("{x:02x}")).collect::<String>();
+    format!("x'{}',x'{}',{format_id}", hex(gtrid), hex(bqual))
+}
+
+/// Parses an XA_PREPARE_LOG_EVENT body: `one_phase u8, format_id u32, gtrid_len u32,
+/// bqual_len u32, gtrid, bqual`.
+pub fn parse_xa_prepare(body: &[u8]) -> Result<XaPrepare, EventError> {
+    let short = || {
+        err(
+            "XA_PREPARE",
+            format!("body of {} bytes is too short", body.len()),
+        )
+    };
+    let one_phase = *body.first().ok_or_else(short)? != 0;
+    let format_id = le_u32(body, 1).ok_or_else(short)? as i32;
+    let gl = le_u32(body, 5).ok_or_else(short)? as usize;
+    let bl = le_u32(body, 9).ok_or_else(short)? as usize;
+    if gl > 64 || bl > 64 {
+        return Err(err(
+            "XA_PREPARE",
+            format!("xid lengths {gl}/{bl} exceed 64"),
+        ));
+    }
+    let gtrid = body.get(13..13 + gl).ok_or_else(short)?;
+    let bqual = body.get(13 + gl..13 + gl + bl).ok_or_else(short)?;
+    Ok(XaPrepare {
+        one_phase,
+        xid: xid_text(i64::from(format_id), gtrid, bqual),
+    })
+}
+
+/// An XA statement as written to the binlog.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum XaStatement {
+    /// `XA START xid` (MySQL writes it as a QUERY; MariaDB flags the GTID event instead).
+    Start,
+    /// `XA END xid`.
+    End,
+    /// `XA COMMIT xid` (the second phase; `ONE PHASE` commits are logged as a normal group).
+    Commit(String),
+    /// `XA ROLLBACK xid`.
+    Rollback(String),
+    /// Anything else (`XA PREPARE` as text, `XA RECOVER`).
+    Other,
+}
+
+/// Classifies an XA statement and normalizes its xid (`X'78',X'',1` → `x'78',x'',1`).
+pub fn parse_xa_statement(stmt: &str) -> XaStatement {
+    let t = stmt.trim();
+    let upper = t.to_ascii_uppercase();
+    let rest = |kw: &str| -> String {
+        t[kw.len()..]
+            .trim()
+            .trim_end_matches(';')
+            .to_ascii_lowercase()
+            .split_whitespace()
+            .collect::<String>()
+    };
+    if upper.starts_with("XA START") || upper.starts_with("XA BEGIN") {
+        XaStatement::Start
+    } else if upper.starts_with("XA END") {
+        XaStatement::End
+    } else if upper.starts_with("XA COMMIT") {
+        XaStatement::Commit(rest("XA COMMIT"))
+    } else if upper.starts_with("XA ROLLBACK") {
+        XaStatement::Rollback(rest("XA ROLLBACK"))
+    } else {
+        XaStatement::Other
+    }
+}
+
 /// Strips the 4 CRC32 bytes that a checksum-enabled server appends to the fake ROTATE event
 /// sent before the format description (the reader cannot know the checksum setting yet).
 /// `header` is the 19-byte event header, `body` the rest as received.
@@ -349,6 +433,32 @@ mod tests {
         assert_eq!(classify_query("BEGINNING"), QueryKind::Other);
         assert_eq!(classify_query("CREATE TABLE t (a int)"), QueryKind::Other);
         assert_eq!(classify_query("COMMITTED_x"), QueryKind::Other);
+    }
+
+    #[test]
+    fn xa_prepare_body_and_statements_agree_on_the_xid() {
+        let mut b = vec![0u8];
+        b.extend(1u32.to_le_bytes());
+        b.extend(2u32.to_le_bytes());
+        b.extend(0u32.to_le_bytes());
+        b.extend(b"x1");
+        let p = parse_xa_prepare(&b).unwrap();
+        assert!(!p.one_phase);
+        assert_eq!(p.xid, "x'7831',x'',1");
+        assert_eq!(
+            parse_xa_statement("XA COMMIT X'7831',X'',1"),
+            XaStatement::Commit(p.xid.clone())
+        );
+        assert_eq!(
+            parse_xa_statement("XA ROLLBACK X'7831',X'',1"),
+            XaStatement::Rollback(p.xid)
+        );
+        assert_eq!(
+            parse_xa_statement("XA START X'7831',X'',1"),
+            XaStatement::Start
+        );
+        assert_eq!(parse_xa_statement("XA END X'7831',X'',1"), XaStatement::End);
+        assert!(parse_xa_prepare(&b[..14]).is_err());
     }
 
     #[test]

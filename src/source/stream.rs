@@ -11,7 +11,7 @@
 //! Resuming is safe because the stream always (re)starts from the last *committed* position
 //! (GTID state or file/pos), which is where a whole transaction ended.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -25,10 +25,10 @@ use tokio::sync::{mpsc, watch};
 use crate::config::route::Router;
 use crate::config::secret::SourceUrl;
 use crate::error::{mysql_error, Error, Result};
-use crate::pipeline::{Change, TableCtx, TxnMeta};
+use crate::pipeline::{Change, Checkpoint, TableCtx, TxnMeta};
 use crate::position::{FilePos, GtidList, GtidSet, SourcePosition, StartSpec, Uuid16};
 use crate::schema::{ServerFlavor, TableSchema};
-use crate::source::events::{self, types, QueryKind};
+use crate::source::events::{self, types, QueryKind, XaStatement};
 use crate::source::rows::{parse_rows_event, RowDecoder, RowImage};
 use crate::source::server::{self, Flavor, ServerInfo};
 
@@ -74,9 +74,20 @@ pub struct Tracker {
     pub mysql: Option<GtidSet>,
     /// MariaDB GTID state, once known.
     pub mariadb: Option<GtidList>,
+    /// Prepared, uncommitted XA groups: xid → `file:pos` of the group's start.
+    pub xa_prepared: BTreeMap<String, String>,
 }
 
 impl Tracker {
+    /// The checkpoint at the current boundary.
+    pub fn checkpoint(&self, ts_ms: u64) -> Checkpoint {
+        Checkpoint {
+            position: self.position(),
+            ts_ms,
+            xa_prepared: self.xa_prepared.clone(),
+        }
+    }
+
     /// The position at the current boundary.
     pub fn position(&self) -> SourcePosition {
         let fp = FilePos {
@@ -121,6 +132,7 @@ pub async fn resolve_start(
         pos,
         mysql: None,
         mariadb: None,
+        xa_prepared: BTreeMap::new(),
     };
     if let Some(pos) = committed {
         return match (pos, info.flavor) {
@@ -281,7 +293,18 @@ struct OpenTxn {
     skip: bool,
     /// A `BEGIN` was seen: statements until COMMIT/XID belong to this transaction.
     in_begin: bool,
+    /// An XA group: its rows are emitted only when `XA COMMIT` arrives (read again then).
+    xa: bool,
     gtid: PendingGtid,
+}
+
+/// A prepared XA group to read again and emit, because it committed.
+#[derive(Debug, Clone)]
+pub struct XaReplay {
+    /// The xid, for messages.
+    pub xid: String,
+    /// Where the prepared group starts.
+    pub from: FilePos,
 }
 
 #[derive(Debug, Clone)]
@@ -306,6 +329,12 @@ pub struct Assembler {
     payload_end: u64,
     seen_fde: bool,
     rows_buf: Vec<RowImage>,
+    /// Set when a committed XA group must be read again before the current group commits.
+    replay: Option<XaReplay>,
+    /// This assembler reads a prepared XA group again: emit its rows, stop at XA_PREPARE.
+    replay_mode: bool,
+    /// In replay mode: the group's XA_PREPARE was reached.
+    replay_done: bool,
 }
 
 /// How often a `Progress` is sent while the binlog has nothing for the sink.
@@ -327,7 +356,45 @@ impl Assembler {
             payload_end: 0,
             seen_fde: false,
             rows_buf: Vec::new(),
+            replay: None,
+            replay_mode: false,
+            replay_done: false,
         }
+    }
+
+    /// An assembler that reads one prepared XA group again (from its start) and emits its
+    /// rows; [`Assembler::replay_done`] turns true at the group's XA_PREPARE.
+    pub fn for_replay(flavor: Flavor, router: Arc<Router>, from: &FilePos) -> Self {
+        let tracker = Tracker {
+            file: from.file.clone(),
+            pos: from.pos,
+            mysql: None,
+            mariadb: None,
+            xa_prepared: BTreeMap::new(),
+        };
+        let mut a = Assembler::new(flavor, router, tracker, SkipSet::default());
+        a.replay_mode = true;
+        a
+    }
+
+    /// Replay mode: the prepared group was read up to its XA_PREPARE.
+    pub fn replay_done(&self) -> bool {
+        self.replay_done
+    }
+
+    /// A committed XA group that must be read again before the current group can commit.
+    pub fn take_replay(&mut self) -> Option<XaReplay> {
+        self.replay.take()
+    }
+
+    /// Completes the group whose commit waited for an XA replay; `sent_begin` tells whether the
+    /// replay emitted a `Begin` (and rows).
+    pub fn finish_replay(&mut self, sent_begin: bool, ts: u32, out: &mut Vec<Change>) {
+        if let Some(t) = self.txn.as_mut() {
+            t.begun = sent_begin;
+            t.xa = false;
+        }
+        self.commit(ts, out);
     }
 
     /// The tracker (current position state).
@@ -409,16 +476,14 @@ impl Assembler {
             types::MARIA_GTID => {
                 let g = events::parse_maria_gtid(data, hdr.server_id())
                     .map_err(|e| definite(e.to_string()))?;
-                if g.flags & (events::gtid_flags::PREPARED_XA | events::gtid_flags::COMPLETED_XA)
-                    != 0
-                {
-                    return Err(definite(format!(
-                        "XA transaction (GTID {}): XA transactions are not supported yet",
-                        g.gtid
-                    )));
-                }
                 self.pending_gtid = Some(PendingGtid::Maria(g.gtid));
                 self.open_pending(hdr.timestamp(), hdr.server_id(), start_pos);
+                if g.flags & events::gtid_flags::PREPARED_XA != 0 {
+                    if let Some(t) = self.txn.as_mut() {
+                        t.in_begin = true;
+                        t.xa = !self.replay_mode;
+                    }
+                }
             }
             types::MARIA_GTID_LIST => {
                 let list =
@@ -453,12 +518,51 @@ impl Assembler {
                     QueryKind::Commit => self.commit(hdr.timestamp(), out),
                     QueryKind::Rollback => self.rollback(out)?,
                     QueryKind::Savepoint => {}
-                    QueryKind::Xa(stmt) => {
-                        return Err(definite(format!(
-                            "XA transaction ({}): XA transactions are not supported yet",
-                            stmt.chars().take(60).collect::<String>()
-                        )))
-                    }
+                    QueryKind::Xa(stmt) => match events::parse_xa_statement(&stmt) {
+                        XaStatement::Start => {
+                            if self.txn.is_none() {
+                                self.open_pending(hdr.timestamp(), hdr.server_id(), start_pos);
+                            }
+                            let replay_mode = self.replay_mode;
+                            if let Some(t) = self.txn.as_mut() {
+                                t.in_begin = true;
+                                t.xa = !replay_mode;
+                                t.meta.thread = Some(q.thread_id());
+                            }
+                        }
+                        XaStatement::End | XaStatement::Other => {}
+                        XaStatement::Commit(xid) => {
+                            if self.replay_mode {
+                                return Err(definite(format!(
+                                    "reading prepared XA group again: found `XA COMMIT {xid}` \
+                                     before its XA_PREPARE"
+                                )));
+                            }
+                            match self.tracker.xa_prepared.remove(&xid) {
+                                Some(at) => {
+                                    let from: FilePos = at.parse().map_err(|e| {
+                                        definite(format!("prepared XA {xid} at {at:?}: {e}"))
+                                    })?;
+                                    self.replay = Some(XaReplay { xid, from });
+                                    // The group commits in finish_replay, after its rows.
+                                    return Ok(());
+                                }
+                                None => {
+                                    tracing::warn!(
+                                        xid,
+                                        at = %self.at(start_pos),
+                                        "XA COMMIT of a transaction prepared before the \
+                                         pipeline's start position: its rows cannot be emitted"
+                                    );
+                                    self.commit(hdr.timestamp(), out);
+                                }
+                            }
+                        }
+                        XaStatement::Rollback(xid) => {
+                            self.tracker.xa_prepared.remove(&xid);
+                            self.commit(hdr.timestamp(), out);
+                        }
+                    },
                     QueryKind::Other => {
                         // DDL or another standalone statement: its own transaction.
                         let in_begin = self.txn.as_ref().is_some_and(|t| t.in_begin);
@@ -484,9 +588,34 @@ impl Assembler {
                 return Ok(());
             }
             types::XA_PREPARE => {
-                return Err(definite(
-                    "XA PREPARE event: XA transactions are not supported yet".into(),
-                ))
+                let xp = events::parse_xa_prepare(data).map_err(|e| definite(e.to_string()))?;
+                self.advance(log_pos);
+                if self.replay_mode {
+                    self.txn = None;
+                    self.replay_done = true;
+                    return Ok(());
+                }
+                let Some(t) = self.txn.as_ref() else {
+                    return Err(definite(format!(
+                        "XA_PREPARE of {} without its group",
+                        xp.xid
+                    )));
+                };
+                let from = FilePos {
+                    file: t.meta.file.to_string(),
+                    pos: t.meta.pos,
+                };
+                if xp.one_phase {
+                    // `XA COMMIT ... ONE PHASE` (MySQL): the group is committed right here.
+                    self.replay = Some(XaReplay { xid: xp.xid, from });
+                } else {
+                    self.tracker.xa_prepared.insert(xp.xid, from.to_string());
+                    if let Some(t) = self.txn.as_mut() {
+                        t.begun = false;
+                    }
+                    self.commit(hdr.timestamp(), out);
+                }
+                return Ok(());
             }
             types::TRANSACTION_PAYLOAD => {
                 // mysql_async decompresses it and yields the inner events next; those carry
@@ -565,6 +694,7 @@ impl Assembler {
             begun: false,
             skip,
             in_begin: false,
+            xa: false,
             gtid,
         });
     }
@@ -593,11 +723,11 @@ impl Assembler {
         }
         self.payload_end = 0;
         let ts_ms = u64::from(ts) * 1000;
+        if self.replay_mode {
+            return;
+        }
         if txn.begun {
-            out.push(Change::Commit {
-                position: self.tracker.position(),
-                ts_ms,
-            });
+            out.push(Change::Commit(self.tracker.checkpoint(ts_ms)));
             self.last_progress = Instant::now();
             self.progress_dirty = false;
         } else {
@@ -642,14 +772,13 @@ impl Assembler {
 
     /// Sends a `Progress` when the position moved and enough time passed (or `force`).
     pub fn maybe_progress(&mut self, out: &mut Vec<Change>, force: bool) {
-        if self.txn.is_some() || !self.progress_dirty {
+        if self.replay_mode || self.txn.is_some() || !self.progress_dirty {
             return;
         }
         if force || self.last_progress.elapsed() >= PROGRESS_EVERY {
-            out.push(Change::Progress {
-                position: self.tracker.position(),
-                ts_ms: crate::sink::offsets::now_ms(),
-            });
+            out.push(Change::Progress(
+                self.tracker.checkpoint(crate::sink::offsets::now_ms()),
+            ));
             self.last_progress = Instant::now();
             self.progress_dirty = false;
         }
@@ -763,7 +892,7 @@ impl Assembler {
                 "rows event outside a transaction at {at}"
             )));
         };
-        if txn.skip {
+        if txn.skip || txn.xa {
             return Ok(());
         }
         self.rows_buf.clear();
@@ -894,6 +1023,15 @@ pub async fn run(
             Ok(Some(Ok(ev))) => ev,
         };
         asm.on_event(&ev, &mut out)?;
+        if let Some(replay) = asm.take_replay() {
+            for change in out.drain(..) {
+                if tx.send(change).await.is_err() {
+                    return Ok(());
+                }
+            }
+            let sent_begin = replay_xa(settings, info, &replay, &tx).await?;
+            asm.finish_replay(sent_begin, ev.header().timestamp(), &mut out);
+        }
         if out.is_empty() {
             asm.maybe_progress(&mut out, false);
         }
@@ -905,6 +1043,71 @@ pub async fn run(
             }
         }
     }
+}
+
+/// The server id the XA replay connection registers with: a second dump connection must not
+/// use the pipeline's own id (the server would drop the main stream). Documented in the README.
+pub fn replay_server_id(server_id: u32) -> u32 {
+    server_id ^ 0x4000_0000
+}
+
+/// Reads a committed XA transaction's prepared group again, from its start up to its
+/// XA_PREPARE, over a second connection, and sends its rows. Returns whether a `Begin` was sent
+/// (the group touched included tables). Memory stays bounded: rows stream through like any
+/// others.
+async fn replay_xa(
+    settings: &SourceSettings,
+    info: &ServerInfo,
+    r: &XaReplay,
+    tx: &mpsc::Sender<Change>,
+) -> Result<bool> {
+    tracing::info!(xid = %r.xid, from = %r.from, "XA COMMIT: reading the prepared transaction again");
+    let mut conn = server::connect(&settings.url, settings.connect_timeout).await?;
+    if info.flavor == Flavor::MariaDb {
+        conn.query_drop("SET @mariadb_slave_capability = 4")
+            .await
+            .map_err(|e| mysql_error("announcing GTID capability", &e))?;
+    }
+    let file = r.from.file.clone().into_bytes();
+    let req = BinlogStreamRequest::new(replay_server_id(settings.server_id))
+        .with_filename(&file)
+        .with_pos(r.from.pos)
+        .with_non_blocking();
+    let mut stream = conn.get_binlog_stream(req).await.map_err(|e| {
+        mysql_error(
+            format!("reading prepared XA transaction {} at {}", r.xid, r.from),
+            &e,
+        )
+    })?;
+    let mut asm = Assembler::for_replay(info.flavor, settings.router.clone(), &r.from);
+    let mut out = Vec::new();
+    let mut sent_begin = false;
+    while let Some(ev) = tokio::time::timeout(Duration::from_secs(60), stream.next())
+        .await
+        .map_err(|_| {
+            Error::transient(format!(
+                "reading prepared XA transaction {} timed out",
+                r.xid
+            ))
+        })?
+    {
+        let ev = ev.map_err(|e| mysql_error(format!("prepared XA transaction {}", r.xid), &e))?;
+        asm.on_event(&ev, &mut out)?;
+        for change in out.drain(..) {
+            sent_begin |= matches!(change, Change::Begin(_));
+            if tx.send(change).await.is_err() {
+                return Err(Error::transient("the sink stopped during an XA replay"));
+            }
+        }
+        if asm.replay_done() {
+            let _ = stream.close().await;
+            return Ok(sent_begin);
+        }
+    }
+    Err(Error::definite(format!(
+        "prepared XA transaction {} at {} ended without its XA_PREPARE event",
+        r.xid, r.from
+    )))
 }
 
 /// Turns the server's "purged / not found" replies into an operator message.
