@@ -138,6 +138,18 @@ fn kafka_checks(
                 problem: None,
                 detail: settings_bootstrap(kcfg),
             });
+            let probe = format!("{name}.sluice-check");
+            items.push(CheckItem {
+                name: "topics creatable".into(),
+                problem: topics_probe(kcfg, settings, &probe)
+                    .err()
+                    .map(|e| e.to_string()),
+                detail: format!(
+                    "validated (not performed) creating a data topic with partitions={}, \
+                     replication_factor={}",
+                    settings.topics.partitions, settings.topics.replication_factor
+                ),
+            });
             match count {
                 None => {
                     items.push(CheckItem {
@@ -178,6 +190,10 @@ fn kafka_checks(
         }
     };
     (items, committed)
+}
+
+fn topics_probe(kcfg: &ClientConfig, settings: &SinkSettings, probe: &str) -> Result<()> {
+    sink::topics::Topics::new(kcfg, settings.topics.clone())?.validate_data_topic(probe)
 }
 
 fn settings_bootstrap(c: &ClientConfig) -> String {

@@ -402,10 +402,7 @@ impl Sink {
                 Some(&bytes),
             )?;
             self.producer.wait_delivered()?;
-            self.producer
-                .inner
-                .commit_transaction(self.producer.wait_limit)
-                .map_err(|e| self.producer.classify("commit_transaction", &e))?;
+            self.commit_with_retries()?;
         } else {
             // At-least-once: the offset is written only after all data is acknowledged.
             self.producer.wait_delivered()?;
@@ -430,6 +427,30 @@ impl Sink {
         self.kafka_records = 0;
         self.pending = None;
         self.last_commit = Instant::now();
+        Ok(())
+    }
+
+    /// `commit_transaction`, retried in place while librdkafka calls the error retriable
+    /// (e.g. a coordinator moving); an abortable error ends in abort + rewind instead.
+    fn commit_with_retries(&self) -> Result<()> {
+        let mut backoff = Duration::from_millis(50);
+        for attempt in 1.. {
+            match self
+                .producer
+                .inner
+                .commit_transaction(self.producer.wait_limit)
+            {
+                Ok(()) => return Ok(()),
+                Err(rdkafka::error::KafkaError::Transaction(rde))
+                    if rde.is_retriable() && !rde.txn_requires_abort() && attempt < 10 =>
+                {
+                    tracing::warn!(error = %rde, attempt, "commit_transaction failed; retrying");
+                    std::thread::sleep(backoff);
+                    backoff = (backoff * 2).min(Duration::from_secs(2));
+                }
+                Err(e) => return Err(self.producer.classify("commit_transaction", &e)),
+            }
+        }
         Ok(())
     }
 

@@ -71,13 +71,37 @@ impl Topics {
         }
     }
 
+    /// Asks the broker to validate (not perform) the creation of a data topic with the
+    /// configured partitions, replication factor and configs: proves rights and settings.
+    pub fn validate_data_topic(&self, topic: &str) -> Result<()> {
+        let cfg: Vec<(&str, &str)> = self
+            .settings
+            .config
+            .iter()
+            .map(|(k, v)| (k.as_str(), v.as_str()))
+            .collect();
+        self.create_inner(topic, self.settings.partitions, &cfg, true)
+    }
+
     fn create(&self, topic: &str, partitions: i32, config: &[(&str, &str)]) -> Result<()> {
+        self.create_inner(topic, partitions, config, false)
+    }
+
+    fn create_inner(
+        &self,
+        topic: &str,
+        partitions: i32,
+        config: &[(&str, &str)],
+        validate_only: bool,
+    ) -> Result<()> {
         let replication = TopicReplication::Fixed(self.settings.replication_factor);
         let mut nt = NewTopic::new(topic, partitions, replication);
         for (k, v) in config {
             nt = nt.set(k, v);
         }
-        let opts = AdminOptions::new().operation_timeout(Some(self.timeout));
+        let opts = AdminOptions::new()
+            .operation_timeout(Some(self.timeout))
+            .validate_only(validate_only);
         let res = futures_executor::block_on(self.admin.create_topics([&nt], &opts))
             .map_err(|e| Error::transient(format!("creating topic `{topic}`: {e}")))?;
         for r in res {
@@ -102,7 +126,9 @@ impl Topics {
                 }
             }
         }
-        tracing::info!(topic, partitions, "created topic");
+        if !validate_only {
+            tracing::info!(topic, partitions, "created topic");
+        }
         Ok(())
     }
 
