@@ -391,3 +391,82 @@ async fn xa_transactions_are_emitted_only_when_committed_even_across_a_crash() {
         );
     }
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn filtered_traffic_advances_the_committed_offset_and_offsets_set_fences() {
+    for flavor in flavors() {
+        let name = flavor.name;
+        let p = Pipeline::new(flavor, "idle", "");
+        let db = &p.db;
+        let other = format!("{db}_other");
+        let mut c = root(flavor.port).await;
+        exec(
+            &mut c,
+            &[
+                &format!("CREATE DATABASE {db}"),
+                &format!("CREATE DATABASE {other}"),
+                &format!("CREATE TABLE {other}.noise (id INT PRIMARY KEY)"),
+            ],
+        )
+        .await;
+        let mut child = p.spawn();
+        p.wait_started(Duration::from_secs(60));
+        let before = p.command(&["offsets", "show"]).1;
+        for i in 0..50 {
+            exec(
+                &mut c,
+                &[&format!("INSERT INTO {other}.noise VALUES ({i})")],
+            )
+            .await;
+        }
+        let target: String =
+            mysql_async::prelude::Queryable::query_first(&mut c, "SELECT @@gtid_binlog_pos")
+                .await
+                .unwrap()
+                .unwrap();
+        // Offset-only transactions record progress through binlog without included rows.
+        let deadline = std::time::Instant::now() + Duration::from_secs(30);
+        loop {
+            let now = p.command(&["offsets", "show"]).1;
+            if now.contains(&format!("\"gtid_list\": \"{target}\"")) {
+                break;
+            }
+            assert!(
+                std::time::Instant::now() < deadline,
+                "[{name}] committed offset did not reach {target}: before {before}, now {now}"
+            );
+            std::thread::sleep(Duration::from_millis(300));
+        }
+        // `offsets set` fences the running instance and commits the operator's position.
+        let (code, out) = p.command(&["offsets", "set", "--position", "gtid:0-1-1"]);
+        assert_eq!(code, 0, "[{name}] offsets set: {out}");
+        let (_, shown) = p.command(&["offsets", "show"]);
+        assert!(
+            shown.contains("\"gtid_list\": \"0-1-1\"") && shown.contains("operator"),
+            "[{name}] {shown}"
+        );
+        exec(
+            &mut c,
+            &[&format!("INSERT INTO {other}.noise VALUES (1000)")],
+        )
+        .await;
+        let deadline = std::time::Instant::now() + Duration::from_secs(30);
+        let status = loop {
+            if let Some(st) = child.try_wait().unwrap() {
+                break st;
+            }
+            assert!(
+                std::time::Instant::now() < deadline,
+                "[{name}] still running after offsets set; log:\n{}",
+                p.log()
+            );
+            std::thread::sleep(Duration::from_millis(200));
+        };
+        assert_eq!(
+            status.code(),
+            Some(3),
+            "[{name}] fenced by offsets set; log:\n{}",
+            p.log()
+        );
+    }
+}
