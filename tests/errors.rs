@@ -150,35 +150,3 @@ fn create_topic(name: &str, cfg: &[(&str, &str)]) {
         r.expect("topic created");
     }
 }
-
-/// Tests that change a server's global settings use the scratch instance, serialized.
-const SCRATCH: Flavor = Flavor {
-    name: "mariadb-scratch",
-    port: 3316,
-};
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn statement_format_and_missing_full_metadata_are_refused() {
-    let mut c = root(SCRATCH.port).await;
-    let p = Pipeline::new(SCRATCH, "fmt", "");
-    exec(&mut c, &["SET GLOBAL binlog_format = 'STATEMENT'"]).await;
-    let out = p.command(&["check"]);
-    exec(&mut c, &["SET GLOBAL binlog_format = 'ROW'"]).await;
-    assert_ne!(out.0, 0, "{}", out.1);
-    assert!(
-        out.1.contains("binlog_format") && out.1.contains("ROW"),
-        "{}",
-        out.1
-    );
-
-    exec(&mut c, &["SET GLOBAL binlog_row_metadata = 'MINIMAL'"]).await;
-    let out = p.command(&["run"]);
-    exec(&mut c, &["SET GLOBAL binlog_row_metadata = 'FULL'"]).await;
-    assert_ne!(out.0, 0, "{}", out.1);
-    assert!(
-        out.1.contains("binlog_row_metadata") && out.1.contains("FULL"),
-        "{}",
-        out.1
-    );
-    assert_nothing_written(&p);
-}

@@ -193,13 +193,14 @@ pub fn parse_maria_gtid_list(body: &[u8]) -> Result<GtidList, EventError> {
 }
 
 /// Decompresses a MariaDB compressed payload (`log_bin_compress`): one header byte
-/// `0x80 | n` (n = 1..4 bytes of little-endian uncompressed length follow), then zlib data.
+/// `0x80 | algorithm << 4 | n` (algorithm 0 = zlib; n = 1..4 bytes of uncompressed length
+/// follow, high byte first as in `binlog_get_uncompress_len`), then zlib data.
 pub fn maria_uncompress(data: &[u8]) -> Result<Vec<u8>, EventError> {
     let first = *data
         .first()
         .ok_or_else(|| err("MariaDB compressed", "empty payload"))?;
     let n = (first & 0x07) as usize;
-    if first & 0x80 == 0 || n == 0 || n > 4 {
+    if first & 0xf0 != 0x80 || n == 0 || n > 4 {
         return Err(err(
             "MariaDB compressed",
             format!("unknown compression header byte {first:#04x}"),
@@ -208,10 +209,9 @@ pub fn maria_uncompress(data: &[u8]) -> Result<Vec<u8>, EventError> {
     let len_bytes = data
         .get(1..1 + n)
         .ok_or_else(|| err("MariaDB compressed", "truncated length"))?;
-    let mut len = 0usize;
-    for (i, b) in len_bytes.iter().enumerate() {
-        len |= (*b as usize) << (8 * i);
-    }
+    let len = len_bytes
+        .iter()
+        .fold(0usize, |acc, &b| (acc << 8) | usize::from(b));
     let mut out = Vec::with_capacity(len.min(64 << 20));
     flate2::read::ZlibDecoder::new(&data[1 + n..])
         .read_to_end(&mut out)
@@ -420,6 +420,19 @@ mod tests {
         data[1] += 1;
         assert!(maria_uncompress(&data).is_err());
         assert!(maria_uncompress(&[0x00]).is_err());
+
+        // Lengths of more than one byte are stored high byte first (MariaDB
+        // `binlog_buf_compress`): 438 = 0x01b6 is `0x82 0x01 0xb6`.
+        let text = "ALTER TABLE t ADD COLUMN c INT COMMENT 'long' ".repeat(10);
+        let mut enc = flate2::write::ZlibEncoder::new(Vec::new(), flate2::Compression::default());
+        enc.write_all(text.as_bytes()).unwrap();
+        let mut data = vec![0x82];
+        data.extend((text.len() as u16).to_be_bytes());
+        data.extend(enc.finish().unwrap());
+        assert_eq!(maria_uncompress(&data).unwrap(), text.as_bytes());
+        let mut swapped = data.clone();
+        swapped.swap(1, 2);
+        assert!(maria_uncompress(&swapped).is_err());
     }
 
     #[test]

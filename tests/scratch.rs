@@ -1,0 +1,389 @@
+//! Tests that change a server's GLOBAL settings. They all run on the scratch instance (port
+//! 3316) so the other test binaries never see the changes, one at a time (`LOCK`), and each
+//! restores the globals before asserting, also when a step panics.
+
+mod support;
+
+use std::collections::HashMap;
+use std::future::Future;
+use std::time::Duration;
+
+use mysql_async::prelude::*;
+use serde_json::{json, Value};
+use support::*;
+
+/// Tests that change a server's global settings use the scratch instance, serialized.
+const SCRATCH: Flavor = Flavor {
+    name: "mariadb-scratch",
+    port: 3316,
+};
+
+/// Held by every test of this file: one test at a time changes the scratch server's globals.
+static LOCK: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+
+fn assert_nothing_written(p: &Pipeline) {
+    let (_, out) = p.command(&["offsets", "show"]);
+    assert!(
+        !out.contains("\"position\""),
+        "[{}] no offset may be committed: {out}",
+        p.flavor.name
+    );
+}
+
+/// Runs `body` while holding `LOCK`, after running the `set` statements on the scratch server,
+/// then always runs the `restore` statements (on a fresh connection) before re-raising a panic
+/// of `set` or `body`.
+async fn with_globals<F>(set: &'static [&'static str], restore: &'static [&'static str], body: F)
+where
+    F: Future<Output = ()> + Send + 'static,
+{
+    let _serial = LOCK.lock().await;
+    let outcome = tokio::spawn(async move {
+        let mut c = root(SCRATCH.port).await;
+        exec(&mut c, set).await;
+        drop(c);
+        body.await;
+    })
+    .await;
+    let mut c = root(SCRATCH.port).await;
+    exec(&mut c, restore).await;
+    match outcome {
+        Ok(()) => {}
+        Err(e) if e.is_panic() => std::panic::resume_unwind(e.into_panic()),
+        Err(e) => panic!("test task failed: {e}"),
+    }
+}
+
+/// A running `sluice run`, killed on drop if the test panics before terminating it.
+struct Running(std::process::Child);
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        if let Ok(None) = self.0.try_wait() {
+            let _ = self.0.kill();
+            let _ = self.0.wait();
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn statement_format_and_missing_full_metadata_are_refused() {
+    let _serial = LOCK.lock().await;
+    let mut c = root(SCRATCH.port).await;
+    let p = Pipeline::new(SCRATCH, "fmt", "");
+    exec(&mut c, &["SET GLOBAL binlog_format = 'STATEMENT'"]).await;
+    let out = p.command(&["check"]);
+    exec(&mut c, &["SET GLOBAL binlog_format = 'ROW'"]).await;
+    assert_ne!(out.0, 0, "{}", out.1);
+    assert!(
+        out.1.contains("binlog_format") && out.1.contains("ROW"),
+        "{}",
+        out.1
+    );
+
+    exec(&mut c, &["SET GLOBAL binlog_row_metadata = 'MINIMAL'"]).await;
+    let out = p.command(&["run"]);
+    exec(&mut c, &["SET GLOBAL binlog_row_metadata = 'FULL'"]).await;
+    assert_ne!(out.0, 0, "{}", out.1);
+    assert!(
+        out.1.contains("binlog_row_metadata") && out.1.contains("FULL"),
+        "{}",
+        out.1
+    );
+    assert_nothing_written(&p);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn mariadb_compressed_binlog_events_are_decoded() {
+    with_globals(
+        &[
+            "SET GLOBAL log_bin_compress = ON",
+            "SET GLOBAL log_bin_compress_min_len = 10",
+        ],
+        &[
+            "SET GLOBAL log_bin_compress = OFF",
+            "SET GLOBAL log_bin_compress_min_len = DEFAULT",
+        ],
+        compressed_events(),
+    )
+    .await;
+}
+
+/// A long, repetitive (so zlib shrinks it), row-specific string of about `bytes` bytes
+/// (never more), with multi-byte UTF-8 characters.
+fn long_text(tag: &str, id: i64, bytes: usize) -> String {
+    let unit = format!("{tag} {id} Grüße, façade 😀 lorem ipsum dolor sit amet {id}; ");
+    let mut s = String::with_capacity(bytes + unit.len());
+    while s.len() + unit.len() <= bytes {
+        s.push_str(&unit);
+    }
+    s
+}
+
+/// The title (VARCHAR(2000): at most 2000 characters) and body (TEXT: at most 65535 bytes)
+/// inserted for row `id`. Row 20 has a body of almost 64 KiB, so its rows event is longer than
+/// 65535 bytes uncompressed (a 3-byte uncompressed-length field).
+fn row_values(id: i64) -> (String, String) {
+    let title = long_text("title", id, 1200 + 30 * id as usize);
+    let body_len = if id == 20 {
+        65_000
+    } else {
+        2_000 + 700 * id as usize
+    };
+    (title, long_text("body", id, body_len))
+}
+
+fn tuple(id: i64, title: &str, body: &str) -> String {
+    format!("({id}, '{title}', '{body}')")
+}
+
+async fn compressed_events() {
+    let p = Pipeline::new(SCRATCH, "compress", "");
+    // The pipeline name (and so the database) contains a '-': quote it in SQL.
+    let db = p.db.clone();
+    let table = format!("`{db}`.docs");
+    let mut c = root(SCRATCH.port).await;
+    exec(
+        &mut c,
+        &[
+            &format!("CREATE DATABASE `{db}`"),
+            &format!(
+                "CREATE TABLE {table} (id INT PRIMARY KEY, title VARCHAR(2000), body TEXT) \
+                 DEFAULT CHARSET = utf8mb4"
+            ),
+        ],
+    )
+    .await;
+    let mut child = Running(p.spawn());
+    p.wait_started(Duration::from_secs(60));
+
+    // Where the workload starts in the binlog, to check below that it was written compressed.
+    let (start_file, start_pos): (String, u64) = {
+        let row: mysql_async::Row = c
+            .query_first("SHOW MASTER STATUS")
+            .await
+            .expect("SHOW MASTER STATUS")
+            .expect("binary logging is on");
+        (row.get("File").unwrap(), row.get("Position").unwrap())
+    };
+
+    // Rows 1..=8: one autocommit transaction each.
+    for id in 1..=8 {
+        let (t, b) = row_values(id);
+        exec(
+            &mut c,
+            &[&format!("INSERT INTO {table} VALUES {}", tuple(id, &t, &b))],
+        )
+        .await;
+    }
+    // Rows 9..=20 in one transaction of two multi-row INSERTs (the first one's rows event is
+    // over 64 KiB uncompressed).
+    let multi: Vec<String> = (9..=18)
+        .map(|id| {
+            let (t, b) = row_values(id);
+            tuple(id, &t, &b)
+        })
+        .collect();
+    let tail: Vec<String> = (19..=20)
+        .map(|id| {
+            let (t, b) = row_values(id);
+            tuple(id, &t, &b)
+        })
+        .collect();
+    exec(
+        &mut c,
+        &[
+            "BEGIN",
+            &format!("INSERT INTO {table} VALUES {}", multi.join(", ")),
+            &format!("INSERT INTO {table} VALUES {}", tail.join(", ")),
+            "COMMIT",
+        ],
+    )
+    .await;
+    let (new_title, new_body) = (
+        long_text("new title", 5, 1999),
+        long_text("new body", 5, 30_000),
+    );
+    // A DDL longer than 255 bytes, so its compressed QUERY event has a 2-byte length field.
+    let comment = "a column added while log_bin_compress is on ".repeat(8);
+    exec(
+        &mut c,
+        &[
+            &format!(
+                "UPDATE {table} SET title = '{new_title}', body = '{new_body}' WHERE id = 5"
+            ),
+            &format!("DELETE FROM {table} WHERE id = 7"),
+            &format!("ALTER TABLE {table} ADD COLUMN extra INT COMMENT '{comment}'"),
+            &format!("INSERT INTO {table} (id, title, body, extra) VALUES (21, 'after the alter', 'x', 42)"),
+        ],
+    )
+    .await;
+
+    let topic = p.topic("docs");
+    // c1..c20, u5, d7, tombstone 7, c21
+    let recs = consume(
+        std::slice::from_ref(&topic),
+        "read_committed",
+        24,
+        Duration::from_secs(2),
+        Duration::from_secs(90),
+    );
+    let alive = child.0.try_wait().expect("try_wait").is_none();
+    let st = terminate(&mut child.0);
+
+    // The server really wrote compressed events for this workload.
+    let events = binlog_events_since(&mut c, &start_file, start_pos).await;
+    let listing: Vec<String> = events
+        .iter()
+        .map(|(t, i)| format!("{t}: {}", i.chars().take(100).collect::<String>()))
+        .collect();
+    let mut table_ids = Vec::new();
+    let mut kinds: HashMap<String, usize> = HashMap::new();
+    let mut alter_type = None;
+    for (etype, info) in &events {
+        if etype == "Table_map" && info.ends_with(&format!("({db}.docs)")) {
+            let id = info
+                .strip_prefix("table_id: ")
+                .and_then(|s| s.split(' ').next())
+                .expect("table id in Table_map info")
+                .to_owned();
+            table_ids.push(format!("table_id: {id} "));
+        } else if etype.contains("_rows") && table_ids.iter().any(|t| info.starts_with(t)) {
+            *kinds.entry(etype.clone()).or_default() += 1;
+        } else if info.contains("ADD COLUMN extra") {
+            alter_type = Some(etype.clone());
+        }
+    }
+    assert_eq!(
+        alter_type.as_deref(),
+        Some("Query_compressed"),
+        "the ALTER TABLE must be a compressed QUERY event; events: {listing:#?}"
+    );
+    for (etype, n) in &kinds {
+        assert!(
+            etype.contains("_compressed"),
+            "all rows events of the table must be compressed, saw {n} {etype}; events: {listing:#?}"
+        );
+    }
+    let count = |prefix: &str| -> usize {
+        kinds
+            .iter()
+            .filter(|(k, _)| k.starts_with(prefix))
+            .map(|(_, n)| n)
+            .sum()
+    };
+    assert!(
+        count("Write_rows") >= 11 && count("Update_rows") == 1 && count("Delete_rows") == 1,
+        "compressed rows events by type: {kinds:?}"
+    );
+    eprintln!("compressed events of the workload: {kinds:?}, ALTER TABLE: Query_compressed");
+
+    // And sluice decoded every one of them.
+    assert!(
+        alive,
+        "sluice stopped during the workload; log:\n{}",
+        p.log()
+    );
+    let ops: Vec<String> = recs
+        .iter()
+        .map(|r| {
+            let id = &r.key.as_ref().expect("key")["id"];
+            match &r.value {
+                None => format!("tomb{id}"),
+                Some(v) => format!("{}{id}", v["op"].as_str().expect("op")),
+            }
+        })
+        .collect();
+    let mut want_ops: Vec<String> = (1..=20).map(|id| format!("c{id}")).collect();
+    want_ops.extend(["u5", "d7", "tomb7", "c21"].map(String::from));
+    assert_eq!(ops, want_ops, "ops; log:\n{}", p.log());
+
+    let doc = |id: i64, title: &str, body: &str| json!({"id": id, "title": title, "body": body});
+    for (i, r) in recs.iter().take(20).enumerate() {
+        let id = i as i64 + 1;
+        let (t, b) = row_values(id);
+        let v = r.value.as_ref().unwrap();
+        assert_eq!(r.key, Some(json!({ "id": id })), "key of c{id}");
+        assert_eq!(v["before"], Value::Null, "before of c{id}");
+        assert!(
+            v["after"] == doc(id, &t, &b),
+            "after of c{id} differs: title {} bytes (want {}), body {} bytes (want {})",
+            v["after"]["title"].as_str().map_or(0, str::len),
+            t.len(),
+            v["after"]["body"].as_str().map_or(0, str::len),
+            b.len()
+        );
+    }
+    // The 12 rows of the one transaction share its transaction id, in order.
+    let txn = &recs[8].value.as_ref().unwrap()["transaction"];
+    for (k, r) in recs[8..20].iter().enumerate() {
+        let t = &r.value.as_ref().unwrap()["transaction"];
+        assert_eq!(t["id"], txn["id"], "c{} is in the transaction of c9", k + 9);
+        assert_eq!(t["total_order"], json!(k + 1), "order of c{}", k + 9);
+    }
+    assert_ne!(
+        recs[0].value.as_ref().unwrap()["transaction"]["id"],
+        txn["id"]
+    );
+
+    let (t5, b5) = row_values(5);
+    let upd = recs[20].value.as_ref().unwrap();
+    assert_eq!(recs[20].key, Some(json!({"id": 5})));
+    assert!(upd["before"] == doc(5, &t5, &b5), "before of u5");
+    assert!(upd["after"] == doc(5, &new_title, &new_body), "after of u5");
+
+    let (t7, b7) = row_values(7);
+    let del = recs[21].value.as_ref().unwrap();
+    assert_eq!(recs[21].key, Some(json!({"id": 7})));
+    assert!(del["before"] == doc(7, &t7, &b7), "before of d7");
+    assert_eq!(del["after"], Value::Null);
+    assert_eq!(recs[22].key, Some(json!({"id": 7})), "tombstone key");
+    assert!(recs[22].value.is_none(), "tombstone after the delete");
+
+    let after_alter = recs[23].value.as_ref().unwrap();
+    assert_eq!(recs[23].key, Some(json!({"id": 21})));
+    assert_eq!(
+        after_alter["after"],
+        json!({"id": 21, "title": "after the alter", "body": "x", "extra": 42}),
+        "the row written after the ALTER has the new column"
+    );
+
+    assert!(
+        st.success(),
+        "SIGTERM exits 0, got {st:?}; log:\n{}",
+        p.log()
+    );
+    assert_eq!(recs.len(), 24, "no extra records");
+}
+
+/// (Event_type, Info) of every binlog event from `file`:`pos` to the end of the last binlog.
+async fn binlog_events_since(
+    c: &mut mysql_async::Conn,
+    file: &str,
+    pos: u64,
+) -> Vec<(String, String)> {
+    let logs: Vec<mysql_async::Row> = c.query("SHOW BINARY LOGS").await.expect("SHOW BINARY LOGS");
+    let mut out = Vec::new();
+    for name in logs
+        .iter()
+        .map(|r| r.get::<String, _>("Log_name").unwrap())
+        .filter(|n| n.as_str() >= file)
+    {
+        let sql = if name == file {
+            format!("SHOW BINLOG EVENTS IN '{name}' FROM {pos}")
+        } else {
+            format!("SHOW BINLOG EVENTS IN '{name}'")
+        };
+        let rows: Vec<mysql_async::Row> =
+            c.query(&sql).await.unwrap_or_else(|e| panic!("{sql}: {e}"));
+        for r in rows {
+            out.push((
+                r.get::<String, _>("Event_type").unwrap(),
+                r.get::<Option<String>, _>("Info")
+                    .flatten()
+                    .unwrap_or_default(),
+            ));
+        }
+    }
+    out
+}
