@@ -470,3 +470,79 @@ async fn filtered_traffic_advances_the_committed_offset_and_offsets_set_fences()
         );
     }
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_source_transaction_longer_than_the_kafka_timeout_is_a_clear_error() {
+    for flavor in flavors() {
+        let name = flavor.name;
+        let p = Pipeline::new(flavor, "txtimeout", "");
+        let text = std::fs::read_to_string(&p.config).unwrap();
+        std::fs::write(
+            &p.config,
+            text.replace("[kafka]\n", "[kafka]\ntransaction_timeout_ms = 1000\n"),
+        )
+        .unwrap();
+        let db = &p.db;
+        let mut c = root(flavor.port).await;
+        exec(
+            &mut c,
+            &[
+                &format!("CREATE DATABASE {db}"),
+                &format!("CREATE TABLE {db}.big (id INT PRIMARY KEY, v VARCHAR(200))"),
+            ],
+        )
+        .await;
+        let mut child = p.spawn();
+        p.wait_started(Duration::from_secs(60));
+        let n = env_usize("SLUICE_TEST_TIMEOUT_ROWS", 300_000);
+        let pad = "y".repeat(150);
+        exec(&mut c, &[&format!("USE {db}"), "BEGIN"]).await;
+        for lo in (0..n).step_by(10_000) {
+            exec(
+                &mut c,
+                &[&format!(
+                    "INSERT INTO {db}.big SELECT seq, '{pad}' FROM seq_{}_to_{}",
+                    lo + 1,
+                    lo + 10_000
+                )],
+            )
+            .await;
+        }
+        exec(&mut c, &["COMMIT"]).await;
+        let deadline = std::time::Instant::now() + Duration::from_secs(120);
+        let status = loop {
+            if let Some(st) = child.try_wait().unwrap() {
+                break st;
+            }
+            if std::time::Instant::now() > deadline {
+                let _ = child.kill();
+                panic!("[{name}] sluice kept running; log:\n{}", p.log());
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        };
+        assert_eq!(
+            status.code(),
+            Some(1),
+            "[{name}] definite error; log:\n{}",
+            p.log()
+        );
+        assert!(
+            p.log().contains("transaction.timeout.ms")
+                && p.log().contains("kafka.transaction_timeout_ms"),
+            "[{name}] the error names the setting; log:\n{}",
+            p.log()
+        );
+        let seen = consume(
+            &[p.topic("big")],
+            "read_committed",
+            1,
+            Duration::from_secs(1),
+            Duration::from_secs(5),
+        );
+        assert!(
+            seen.is_empty(),
+            "[{name}] nothing of the transaction is visible, saw {}",
+            seen.len()
+        );
+    }
+}
