@@ -28,15 +28,6 @@ fn assert_fails(p: &Pipeline, args: &[&str], needles: &[&str]) -> String {
     out
 }
 
-fn assert_nothing_written(p: &Pipeline) {
-    let (_, out) = p.command(&["offsets", "show"]);
-    assert!(
-        !out.contains("\"position\""),
-        "[{}] no offset may be committed: {out}",
-        p.flavor.name
-    );
-}
-
 #[test]
 fn unknown_config_key_names_the_key() {
     let p = Pipeline::new(MARIADB, "unknown", "");

@@ -21,15 +21,6 @@ const SCRATCH: Flavor = Flavor {
 /// Held by every test of this file: one test at a time changes the scratch server's globals.
 static LOCK: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
 
-fn assert_nothing_written(p: &Pipeline) {
-    let (_, out) = p.command(&["offsets", "show"]);
-    assert!(
-        !out.contains("\"position\""),
-        "[{}] no offset may be committed: {out}",
-        p.flavor.name
-    );
-}
-
 /// Runs `body` while holding `LOCK`, after running the `set` statements on the scratch server,
 /// then always runs the `restore` statements (on a fresh connection) before re-raising a panic
 /// of `set` or `body`.

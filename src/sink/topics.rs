@@ -74,13 +74,19 @@ impl Topics {
     /// Asks the broker to validate (not perform) the creation of a data topic with the
     /// configured partitions, replication factor and configs: proves rights and settings.
     pub fn validate_data_topic(&self, topic: &str) -> Result<()> {
+        self.create_data_topic(topic, true)
+    }
+
+    /// Creates (or, `validate_only`, validates creating) a data topic with the configured
+    /// partitions, replication factor and topic configs.
+    fn create_data_topic(&self, topic: &str, validate_only: bool) -> Result<()> {
         let cfg: Vec<(&str, &str)> = self
             .settings
             .config
             .iter()
             .map(|(k, v)| (k.as_str(), v.as_str()))
             .collect();
-        self.create_inner(topic, self.settings.partitions, &cfg, true)
+        self.create_inner(topic, self.settings.partitions, &cfg, validate_only)
     }
 
     fn create(&self, topic: &str, partitions: i32, config: &[(&str, &str)]) -> Result<()> {
@@ -138,13 +144,7 @@ impl Topics {
             return Ok(());
         }
         if self.partition_count(topic)?.is_none() {
-            let cfg: Vec<(&str, &str)> = self
-                .settings
-                .config
-                .iter()
-                .map(|(k, v)| (k.as_str(), v.as_str()))
-                .collect();
-            self.create(topic, self.settings.partitions, &cfg)?;
+            self.create_data_topic(topic, false)?;
         }
         self.known.insert(topic.to_string());
         Ok(())

@@ -198,6 +198,16 @@ format = "json"
     }
 }
 
+/// Asserts that the pipeline never committed an offset (nothing was written).
+pub fn assert_nothing_written(p: &Pipeline) {
+    let (_, out) = p.command(&["offsets", "show"]);
+    assert!(
+        !out.contains("\"position\""),
+        "[{}] no offset may be committed: {out}",
+        p.flavor.name
+    );
+}
+
 /// Sends SIGTERM and waits for the exit status.
 pub fn terminate(child: &mut Child) -> std::process::ExitStatus {
     let _ = Command::new("kill")
