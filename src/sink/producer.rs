@@ -23,8 +23,6 @@ use crate::sink::classify::classify;
 pub struct DeliveryState {
     /// The first delivery error since it was last taken.
     pub first_error: Mutex<Option<KafkaError>>,
-    /// A fatal error reported by librdkafka (fencing among them).
-    pub fatal: Mutex<Option<String>>,
     /// Records acknowledged by the broker.
     pub delivered: AtomicU64,
 }
@@ -38,13 +36,8 @@ pub struct SinkContext {
 
 impl ClientContext for SinkContext {
     fn error(&self, error: KafkaError, reason: &str) {
-        if let Some(code) = error.rdkafka_error_code() {
-            if code == RDKafkaErrorCode::Fatal {
-                if let Ok(mut f) = self.state.fatal.lock() {
-                    f.get_or_insert_with(|| format!("{error}: {reason}"));
-                }
-            }
-        }
+        // Fatal errors (fencing among them) are read back with `fatal_error()` where they
+        // matter; here they are only logged.
         tracing::warn!(%error, reason, "kafka client error");
     }
 }
@@ -159,31 +152,24 @@ impl SinkProducer {
     /// Classifies an error of this producer. A fatal producer error wins: librdkafka reports
     /// the fence behind a generic "fatal" code, and a fenced instance must stop, not retry.
     pub fn classify(&self, what: &str, err: &KafkaError) -> Error {
-        if let Some((code, reason)) = self.inner.client().fatal_error() {
-            let detail = format!("{what}: {reason}");
-            if crate::sink::classify::is_fence_code(code) {
-                return Error::Fenced(crate::sink::classify::fenced_message(&detail));
-            }
-            return Error::definite(format!("Kafka producer fatal error: {detail}"));
-        }
-        classify(what, err)
+        self.fatal(what).unwrap_or_else(|| classify(what, err))
+    }
+
+    /// The producer's fatal error, if librdkafka raised one: fenced, or definite.
+    fn fatal(&self, what: &str) -> Option<Error> {
+        let (code, reason) = self.inner.client().fatal_error()?;
+        let detail = format!("{what}: {reason}");
+        Some(if crate::sink::classify::is_fence_code(code) {
+            Error::Fenced(crate::sink::classify::fenced_message(&detail))
+        } else {
+            Error::definite(format!("Kafka producer fatal error: {detail}"))
+        })
     }
 
     /// Returns the first delivery or fatal error seen since the last call.
     pub fn check_errors(&self) -> Result<()> {
-        if let Ok(f) = self.ctx.state.fatal.lock() {
-            if let Some(msg) = f.as_ref() {
-                let err = self.inner.client().fatal_error();
-                let code = err.as_ref().map(|(c, _)| *c);
-                if let Some(c) = code {
-                    if crate::sink::classify::is_fence_code(c) {
-                        return Err(Error::Fenced(crate::sink::classify::fenced_message(msg)));
-                    }
-                }
-                return Err(Error::definite(format!(
-                    "Kafka producer fatal error: {msg}"
-                )));
-            }
+        if let Some(e) = self.fatal("delivery") {
+            return Err(e);
         }
         let first = self
             .ctx
