@@ -1,16 +1,26 @@
 # shellcheck shell=bash
 # Private MariaDB instances (never the packaged system service). Source after
-# common.sh and deps.sh.
+# common.sh, deps.sh and tls.sh.
 #
-#   mariadb_up NAME PORT      init (first time) + start + provision users
+#   mariadb_up NAME PORT [SERVER_ID [OPTION...]]
+#                             init (first time) + start + provision users
+#   mariadb_replica_up NAME PORT SERVER_ID SOURCE_NAME SOURCE_PORT
+#                             the same, then replicate SOURCE (MASTER_USE_GTID=slave_pos)
 #   mariadb_down NAME         graceful shutdown, SIGKILL after a timeout
 #   mariadb_status NAME PORT  one status line
 #
 # Instance NAME keeps its datadir in .data/NAME (error log: .data/NAME/error.log),
 # its pid file and socket in $RUN_DIR/NAME.{pid,sock}.
+#
+# Users: root without password (socket and 127.0.0.1), sluice/sluice and
+# sluice_tls/sluice (REQUIRE SSL) with SELECT, RELOAD, REPLICATION SLAVE,
+# REPLICATION CLIENT, repl/repl (REPLICATION SLAVE) for the replicas.
 
 MARIADB_START_TIMEOUT=${MARIADB_START_TIMEOUT:-120}
 MARIADB_STOP_TIMEOUT=${MARIADB_STOP_TIMEOUT:-60}
+MARIADB_REPLICA_TIMEOUT=${MARIADB_REPLICA_TIMEOUT:-120}
+MARIADB_REPL_USER=repl
+MARIADB_REPL_PASSWORD=repl
 
 _mdb_datadir() { printf '%s' "$DATA_DIR/$1"; }
 _mdb_pidfile() { printf '%s' "$RUN_DIR/$1.pid"; }
@@ -33,29 +43,38 @@ _mdb_ping() {
         --connect-timeout=2 ping >/dev/null 2>&1
 }
 
-# Kill mariadbd/mysqld processes that are not one of our instances (e.g. the
-# Debian system service) when they block our port.
+# Stop the MariaDB/MySQL server listening on PORT when it is not one of ours
+# (e.g. the Debian system service). Only the listener on that port is touched,
+# and never a server of another sluice checkout (its --datadir ends in /.data/NAME).
 _mdb_stop_foreign() {
     local port=$1
     say "port $port is busy and not ours ($(port_owner "$port")); stopping the system MariaDB"
+    local p comm cmd pids=()
+    if command -v ss >/dev/null 2>&1; then
+        mapfile -t pids < <(ss -Hltnp "sport = :$port" 2>/dev/null | grep -oE 'pid=[0-9]+' | cut -d= -f2 | sort -u)
+    fi
+    ((${#pids[@]})) || die "port $port is busy and its owner is unknown ($(port_owner "$port"))"
+    for p in "${pids[@]}"; do
+        comm=$(cat "/proc/$p/comm" 2>/dev/null || true)
+        case $comm in
+            mariadbd|mysqld) ;;
+            *) die "port $port is in use by $comm (pid $p), not a MariaDB server; set another port" ;;
+        esac
+        cmd=$(pid_cmdline "$p")
+        if [[ $cmd =~ --datadir=[^\ ]*/\.data/ ]]; then
+            die "port $port is used by a sluice test server this checkout does not track (pid $p: $cmd); stop it or set another port"
+        fi
+    done
     if [[ -x /etc/init.d/mariadb ]]; then
         /etc/init.d/mariadb stop </dev/null >/dev/null 2>&1 || true
     fi
-    local p comm cmd pids=()
-    for p in /proc/[0-9]*; do
-        p=${p#/proc/}
-        comm=$(cat "/proc/$p/comm" 2>/dev/null || true)
-        case $comm in
-            mysqld_safe|mariadbd-safe|mariadbd|mysqld) ;;
-            *) continue ;;
-        esac
-        cmd=$(pid_cmdline "$p")
-        [[ $cmd == *"--datadir=$DATA_DIR/"* ]] && continue
-        pids+=("$p")
-    done
-    # The safe wrappers first, so they do not respawn the server.
+    # A safe wrapper that is the parent of the listener would respawn it.
+    local parent
     for p in "${pids[@]}"; do
-        [[ $(cat "/proc/$p/comm" 2>/dev/null) == *safe ]] && kill -TERM "$p" 2>/dev/null || true
+        parent=$(awk '/^PPid:/ {print $2}' "/proc/$p/status" 2>/dev/null || true)
+        if [[ -n $parent && $(cat "/proc/$parent/comm" 2>/dev/null) == *safe ]]; then
+            kill -TERM "$parent" 2>/dev/null || true
+        fi
     done
     for p in "${pids[@]}"; do
         stop_pid "$p" "foreign mariadbd" 60
@@ -99,6 +118,14 @@ CREATE USER IF NOT EXISTS 'sluice'@'$h' IDENTIFIED BY 'sluice';
 ALTER USER 'sluice'@'$h' IDENTIFIED VIA mysql_native_password USING PASSWORD('sluice');
 REVOKE ALL PRIVILEGES, GRANT OPTION FROM 'sluice'@'$h';
 GRANT SELECT, RELOAD, REPLICATION SLAVE, REPLICATION CLIENT ON *.* TO 'sluice'@'$h';
+CREATE USER IF NOT EXISTS 'sluice_tls'@'$h' IDENTIFIED BY 'sluice';
+ALTER USER 'sluice_tls'@'$h' IDENTIFIED VIA mysql_native_password USING PASSWORD('sluice') REQUIRE SSL;
+REVOKE ALL PRIVILEGES, GRANT OPTION FROM 'sluice_tls'@'$h';
+GRANT SELECT, RELOAD, REPLICATION SLAVE, REPLICATION CLIENT ON *.* TO 'sluice_tls'@'$h';
+CREATE USER IF NOT EXISTS '$MARIADB_REPL_USER'@'$h' IDENTIFIED BY '$MARIADB_REPL_PASSWORD';
+ALTER USER '$MARIADB_REPL_USER'@'$h' IDENTIFIED VIA mysql_native_password USING PASSWORD('$MARIADB_REPL_PASSWORD');
+REVOKE ALL PRIVILEGES, GRANT OPTION FROM '$MARIADB_REPL_USER'@'$h';
+GRANT REPLICATION SLAVE, REPLICATION CLIENT ON *.* TO '$MARIADB_REPL_USER'@'$h';
 "
     done
     # Anonymous accounts would shadow 'sluice'@'%' for local connections.
@@ -114,7 +141,8 @@ GRANT SELECT, RELOAD, REPLICATION SLAVE, REPLICATION CLIENT ON *.* TO 'sluice'@'
 }
 
 mariadb_up() {
-    local name=$1 port=$2 pid
+    local name=$1 port=$2 server_id=${3:-1} pid
+    shift $(( $# < 3 ? $# : 3 ))
     if pid=$(mariadb_pid "$name"); then
         if _mdb_ping "$name" && port_open 127.0.0.1 "$port"; then
             say "$name: already running (pid $pid, 127.0.0.1:$port)"
@@ -142,6 +170,8 @@ mariadb_up() {
 
     _mdb_init "$name"
 
+    local tls
+    mapfile -t tls < <(tls_server_args)
     say "$name: starting on 127.0.0.1:$port"
     (
         close_extra_fds
@@ -159,7 +189,7 @@ mariadb_up() {
             --binlog-row-image=FULL \
             --binlog-row-metadata=FULL \
             --gtid-strict-mode=ON \
-            --server-id=1 \
+            --server-id="$server_id" \
             --log-slave-updates \
             --binlog-expire-logs-seconds=604800 \
             --max-connections=500 \
@@ -167,6 +197,8 @@ mariadb_up() {
             --innodb-flush-log-at-trx-commit=2 \
             --sync-binlog=0 \
             --character-set-server=utf8mb4 \
+            "${tls[@]}" \
+            "$@" \
             </dev/null >>"$DATA_DIR/$name.stdout.log" 2>&1
     ) &
     pid=$!
@@ -201,12 +233,105 @@ mariadb_down() {
 }
 
 mariadb_status() {
-    local name=$1 port=$2 pid state
+    local name=$1 port=$2 pid state extra=""
     if pid=$(mariadb_pid "$name"); then
         if port_open 127.0.0.1 "$port"; then state=up; else state=starting; fi
+        if [[ $state == up ]]; then
+            local st host
+            st=$(_mdb_slave_status "$name" 2>/dev/null || true)
+            host=$(_mdb_field Master_Host <<<"$st")
+            [[ -n $host ]] && extra=", replica of $host:$(_mdb_field Master_Port <<<"$st") (IO $(_mdb_field Slave_IO_Running <<<"$st"), SQL $(_mdb_field Slave_SQL_Running <<<"$st"))"
+        fi
     else
         pid="" state=down
     fi
     status_line "$name" "$state" "$pid" "127.0.0.1:$port" \
-        "data $(rel "$(_mdb_datadir "$name")"), log $(rel "$(_mdb_errlog "$name")"), socket $(rel "$(_mdb_socket "$name")")"
+        "data $(rel "$(_mdb_datadir "$name")"), log $(rel "$(_mdb_errlog "$name")"), socket $(rel "$(_mdb_socket "$name")")$extra"
+}
+
+# _mdb_slave_status NAME: SHOW SLAVE STATUS\G (empty when not a replica).
+_mdb_slave_status() {
+    _mdb_client "$1" -e 'SHOW SLAVE STATUS\G'
+}
+
+_mdb_field() { sed -n "s/^ *$1: //p" | head -n1; }
+
+# _mdb_replica_wait NAME SOURCE_PORT: until both replication threads run.
+_mdb_replica_wait() {
+    local name=$1 source_port=$2 i io sql st
+    for ((i = 0; i < MARIADB_REPLICA_TIMEOUT * 2; i++)); do
+        st=$(_mdb_slave_status "$name" 2>&1) \
+            || fail_with_log "$(_mdb_errlog "$name")" "$name: SHOW SLAVE STATUS failed: $st"
+        io=$(_mdb_field Slave_IO_Running <<<"$st")
+        sql=$(_mdb_field Slave_SQL_Running <<<"$st")
+        [[ $io == Yes && $sql == Yes ]] && return 0
+        if [[ $sql == No ]] || { [[ $io == No ]] && (( i > 10 )); }; then
+            break
+        fi
+        sleep 0.5
+    done
+    printf '%s\n' "$st" | grep -E '^ *(Master_Host|Master_Port|Slave_IO_Running|Slave_SQL_Running|Last_IO_Err|Last_SQL_Err|Last_Err|Using_Gtid|Gtid_IO_Pos|Gtid_Slave_Pos)' >&2 || true
+    fail_with_log "$(_mdb_errlog "$name")" "$name: replication from 127.0.0.1:$source_port is not running (IO: ${io:-?}, SQL: ${sql:-?})"
+}
+
+# _mdb_history_complete SOURCE: the source's binlogs still start at the very
+# first transaction (the oldest binlog has an empty Gtid_list).
+_mdb_history_complete() {
+    local source=$1 first list
+    first=$(_mdb_client "$source" -N -B -e 'SHOW BINARY LOGS' | awk 'NR == 1 {print $1}')
+    [[ -n $first ]] || return 1
+    list=$(_mdb_client "$source" -N -B -e "SHOW BINLOG EVENTS IN '$first' LIMIT 5" \
+        | awk -F'\t' '$3 == "Gtid_list" {print $6; exit}')
+    [[ $list == '[]' ]]
+}
+
+# _mdb_replica_configure NAME SOURCE_NAME SOURCE_PORT: point NAME at its
+# source (first time, or when the source port changed) and start replication.
+_mdb_replica_configure() {
+    local name=$1 source=$2 source_port=$3 st host port sql=""
+    st=$(_mdb_slave_status "$name" 2>&1) \
+        || fail_with_log "$(_mdb_errlog "$name")" "$name: SHOW SLAVE STATUS failed: $st"
+    host=$(_mdb_field Master_Host <<<"$st")
+    port=$(_mdb_field Master_Port <<<"$st")
+    if [[ -z $host ]]; then
+        # Fresh replica: replay the source's whole history when its binlogs
+        # still have it, else start from the source's current position.
+        if _mdb_history_complete "$source"; then
+            sql+="SET GLOBAL gtid_slave_pos='';"
+        else
+            local pos
+            pos=$(_mdb_client "$source" -N -B -e 'SELECT @@GLOBAL.gtid_binlog_pos' | tr -d '\n')
+            warn "$name: $source's binlogs no longer hold its whole history; the replica starts at its current position ($pos) and does not get the older data"
+            sql+="SET GLOBAL gtid_slave_pos='$pos';"
+        fi
+        say "$name: replicating $source (127.0.0.1:$source_port) with GTID (slave_pos)"
+    elif [[ $port != "$source_port" || $host != 127.0.0.1 ]]; then
+        say "$name: source moved to 127.0.0.1:$source_port (was $host:$port); re-pointing"
+        sql+="STOP SLAVE;"
+    else
+        [[ $(_mdb_field Slave_IO_Running <<<"$st") == Yes &&
+            $(_mdb_field Slave_SQL_Running <<<"$st") == Yes ]] && return 0
+        say "$name: replication threads not running; starting them"
+        _mdb_client "$name" -e 'START SLAVE' >/dev/null 2>&1 || true
+        _mdb_replica_wait "$name" "$source_port"
+        return 0
+    fi
+    sql+="CHANGE MASTER TO MASTER_HOST='127.0.0.1', MASTER_PORT=$source_port,
+        MASTER_USER='$MARIADB_REPL_USER', MASTER_PASSWORD='$MARIADB_REPL_PASSWORD',
+        MASTER_USE_GTID=slave_pos, MASTER_CONNECT_RETRY=2,
+        MASTER_SSL=1, MASTER_SSL_CA='$TLS_CA';
+        START SLAVE;"
+    local out
+    out=$(_mdb_client "$name" -e "$sql" 2>&1) \
+        || fail_with_log "$(_mdb_errlog "$name")" "$name: setting up replication failed: $out"
+    _mdb_replica_wait "$name" "$source_port"
+}
+
+mariadb_replica_up() {
+    local name=$1 port=$2 server_id=$3 source=$4 source_port=$5
+    mariadb_pid "$source" >/dev/null || die "$name: its source $source is not running"
+    # Replication settings live in the datadir (master.info, relay-log.info,
+    # mysql.gtid_slave_pos), so a restarted replica resumes on its own.
+    mariadb_up "$name" "$port" "$server_id" --relay-log=relay-bin
+    _mdb_replica_configure "$name" "$source" "$source_port"
 }
