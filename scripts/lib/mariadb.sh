@@ -102,8 +102,11 @@ _mdb_init() {
     touch "$stamp"
 }
 
+# _mdb_provision NAME [if-changed]: create/refresh the users. With if-changed,
+# only when this script's user set differs from the one the instance last got
+# (a server started by an older version of this script is brought up to date).
 _mdb_provision() {
-    local name=$1 h
+    local name=$1 mode=${2:-always} h
     local sql="
 -- root: no password over TCP and the socket, native password (not unix_socket only).
 ALTER USER 'root'@'localhost' IDENTIFIED VIA mysql_native_password USING PASSWORD('');
@@ -128,6 +131,13 @@ REVOKE ALL PRIVILEGES, GRANT OPTION FROM '$MARIADB_REPL_USER'@'$h';
 GRANT REPLICATION SLAVE, REPLICATION CLIENT ON *.* TO '$MARIADB_REPL_USER'@'$h';
 "
     done
+    local stamp hash
+    stamp="$(_mdb_datadir "$name")/.sluice-provisioned"
+    hash=$(printf '%s' "$sql" | sha256sum | cut -c1-64)
+    if [[ $mode == if-changed && $(cat "$stamp" 2>/dev/null) == "$hash" ]]; then
+        return 0
+    fi
+    [[ $mode == if-changed ]] && say "$name: updating its users"
     # Anonymous accounts would shadow 'sluice'@'%' for local connections.
     local anon
     anon=$(_mdb_client "$name" -N -B -e "SELECT CONCAT(QUOTE(User),'@',QUOTE(Host)) FROM mysql.user WHERE User=''" 2>&1) \
@@ -138,6 +148,16 @@ GRANT REPLICATION SLAVE, REPLICATION CLIENT ON *.* TO '$MARIADB_REPL_USER'@'$h';
     local out
     out=$(_mdb_client "$name" -e "SET SESSION sql_log_bin=0; $sql" 2>&1) \
         || fail_with_log "$(_mdb_errlog "$name")" "$name: provisioning users failed: $out"
+    printf '%s\n' "$hash" >"$stamp"
+}
+
+# _mdb_check_tls NAME: warn when a running instance was started without TLS.
+_mdb_check_tls() {
+    local name=$1 have
+    have=$(_mdb_client "$name" -N -B -e 'SELECT @@have_ssl' 2>/dev/null || true)
+    if [[ $have != YES ]]; then
+        warn "$name runs without TLS (started by an older scripts/services); to get it: scripts/services down && scripts/services up"
+    fi
 }
 
 mariadb_up() {
@@ -146,11 +166,13 @@ mariadb_up() {
     if pid=$(mariadb_pid "$name"); then
         if _mdb_ping "$name" && port_open 127.0.0.1 "$port"; then
             say "$name: already running (pid $pid, 127.0.0.1:$port)"
-            return 0
+        else
+            say "$name: process $pid exists, waiting for it to answer"
+            _mdb_wait "$name" "$port" "$pid"
+            say "$name: up (pid $pid, 127.0.0.1:$port)"
         fi
-        say "$name: process $pid exists, waiting for it to answer"
-        _mdb_wait "$name" "$port" "$pid"
-        say "$name: up (pid $pid, 127.0.0.1:$port)"
+        _mdb_provision "$name" if-changed
+        _mdb_check_tls "$name"
         return 0
     fi
 
@@ -316,10 +338,11 @@ _mdb_replica_configure() {
         _mdb_replica_wait "$name" "$source_port"
         return 0
     fi
+    local ssl="MASTER_SSL=1, MASTER_SSL_CA='$TLS_CA'"
+    [[ $(_mdb_client "$source" -N -B -e 'SELECT @@have_ssl' 2>/dev/null) == YES ]] || ssl="MASTER_SSL=0"
     sql+="CHANGE MASTER TO MASTER_HOST='127.0.0.1', MASTER_PORT=$source_port,
         MASTER_USER='$MARIADB_REPL_USER', MASTER_PASSWORD='$MARIADB_REPL_PASSWORD',
-        MASTER_USE_GTID=slave_pos, MASTER_CONNECT_RETRY=2,
-        MASTER_SSL=1, MASTER_SSL_CA='$TLS_CA';
+        MASTER_USE_GTID=slave_pos, MASTER_CONNECT_RETRY=2, $ssl;
         START SLAVE;"
     local out
     out=$(_mdb_client "$name" -e "$sql" 2>&1) \

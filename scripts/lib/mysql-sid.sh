@@ -225,7 +225,6 @@ mysql_sid_ensure_root() {
             warn "mysql: The lock file is rewritten; review and commit it."
             warn "################################################################################"
         fi
-        _MSID_UPDATED=0
         _msid_update
         entries=$(_msid_resolve)
         if ! grep -q '^mysql-server-core ' <<<"$entries" || ! grep -q '^mysql-client-core ' <<<"$entries"; then
@@ -234,6 +233,10 @@ mysql_sid_ensure_root() {
         _msid_write_lock "$entries"
         say "mysql: wrote $(rel "$MYSQL_SID_LOCK") ($(wc -l <<<"$entries") packages, mysql-server-core $(_msid_lock_version mysql-server-core))"
         _msid_download "$entries" || fail_with_log "$MYSQL_SID_DIR/download.log" "mysql: downloading from Debian sid failed"
+        if mysql_sid_root_ready; then
+            MYSQL_ROOT=$(mysql_sid_root_path)
+            return 0
+        fi
     fi
 
     local root tmp pkg ver sha f

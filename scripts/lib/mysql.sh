@@ -94,8 +94,9 @@ _my_init() {
     touch "$stamp"
 }
 
+# _my_provision NAME [if-changed]: create/refresh the users (see _mdb_provision).
 _my_provision() {
-    local name=$1 h
+    local name=$1 mode=${2:-always} h
     local sql="
 CREATE USER IF NOT EXISTS 'root'@'127.0.0.1' IDENTIFIED BY '';
 ALTER USER 'root'@'127.0.0.1' IDENTIFIED BY '';
@@ -118,10 +119,18 @@ REVOKE ALL PRIVILEGES, GRANT OPTION FROM '$MYSQL_REPL_USER'@'$h';
 GRANT REPLICATION SLAVE, REPLICATION CLIENT ON *.* TO '$MYSQL_REPL_USER'@'$h';
 "
     done
+    local stamp hash
+    stamp="$(_my_datadir "$name")/.sluice-provisioned"
+    hash=$(printf '%s' "$sql" | sha256sum | cut -c1-64)
+    if [[ $mode == if-changed && $(cat "$stamp" 2>/dev/null) == "$hash" ]]; then
+        return 0
+    fi
+    [[ $mode == if-changed ]] && say "$name: updating its users"
     local out
     # Not binlogged: every instance provisions its own users, replicas included.
     out=$(mysql_client "$name" -e "SET SESSION sql_log_bin=0; $sql" 2>&1) \
         || fail_with_log "$(_my_errlog "$name")" "$name: provisioning users failed: $out"
+    printf '%s\n' "$hash" >"$stamp"
 }
 
 _my_wait() {
@@ -144,11 +153,12 @@ _my_start() {
     if pid=$(mysql_pid "$name"); then
         if _my_ping "$name" && port_open 127.0.0.1 "$port"; then
             say "$name: already running (pid $pid, 127.0.0.1:$port)"
-            return 3
+        else
+            say "$name: process $pid exists, waiting for it to answer"
+            _my_wait "$name" "$port" "$pid"
+            say "$name: up (pid $pid, 127.0.0.1:$port)"
         fi
-        say "$name: process $pid exists, waiting for it to answer"
-        _my_wait "$name" "$port" "$pid"
-        say "$name: up (pid $pid, 127.0.0.1:$port)"
+        _my_provision "$name" if-changed
         return 3
     fi
 
@@ -166,6 +176,7 @@ _my_start() {
 
     _my_init "$name"
     mkdir -p "$(_my_filesdir "$name")"
+    chmod 0750 "$(_my_filesdir "$name")"
 
     local args tls
     mapfile -t args < <(_my_base_args "$name")
