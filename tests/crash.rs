@@ -13,14 +13,7 @@ use mysql_async::prelude::*;
 use rand::{Rng, SeedableRng};
 use support::*;
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn sigkill_at_random_moments_loses_and_duplicates_nothing() {
-    for flavor in flavors() {
-        crash_run(flavor).await;
-    }
-}
-
-async fn crash_run(flavor: Flavor) {
+async fn sigkill_at_random_moments_loses_and_duplicates_nothing(flavor: Flavor) {
     let name = flavor.name;
     let changes = env_usize("SLUICE_TEST_CRASH_CHANGES", 100_000);
     let kills = env_usize("SLUICE_TEST_CRASH_KILLS", 20);
@@ -153,3 +146,5 @@ fn tail(s: &str) -> String {
     let lines: Vec<&str> = s.lines().collect();
     lines[lines.len().saturating_sub(40)..].join("\n")
 }
+
+per_flavor!(sigkill_at_random_moments_loses_and_duplicates_nothing,);

@@ -6,7 +6,6 @@ mod support;
 use std::time::Duration;
 
 use serde_json::json;
-use sluice::position::GtidList;
 use support::*;
 
 async fn setup(p: &Pipeline) {
@@ -32,14 +31,7 @@ async fn setup(p: &Pipeline) {
     .await;
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn changes_arrive_exactly_once_in_order_with_debezium_shape() {
-    for flavor in flavors() {
-        run_basic(flavor).await;
-    }
-}
-
-async fn run_basic(flavor: Flavor) {
+async fn changes_arrive_exactly_once_in_order_with_debezium_shape(flavor: Flavor) {
     let p = Pipeline::new(flavor, "basic", "");
     setup(&p).await;
     let mut child = p.spawn();
@@ -181,375 +173,382 @@ async fn run_basic(flavor: Flavor) {
     assert_eq!(recs.len(), 10, "[{name}] no extra records");
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_killed_transaction_is_invisible_then_written_once() {
-    for flavor in flavors() {
-        let p = Pipeline::new(flavor, "atomic", "");
-        let mut c = root(flavor.port).await;
-        let db = &p.db;
+async fn a_killed_transaction_is_invisible_then_written_once(flavor: Flavor) {
+    let p = Pipeline::new(flavor, "atomic", "");
+    let mut c = root(flavor.port).await;
+    let db = &p.db;
+    exec(
+        &mut c,
+        &[
+            &format!("CREATE DATABASE {db}"),
+            &format!("CREATE TABLE {db}.a (id INT PRIMARY KEY, v VARCHAR(200))"),
+            &format!("CREATE TABLE {db}.b (id INT PRIMARY KEY, v VARCHAR(200))"),
+        ],
+    )
+    .await;
+    let mut child = p.spawn();
+    p.wait_started(Duration::from_secs(60));
+    let n = env_usize("SLUICE_TEST_ATOMIC_ROWS", 40_000);
+    // One source transaction over two tables, large enough to be caught mid-write.
+    let pad = "x".repeat(150);
+    exec(&mut c, &["BEGIN"]).await;
+    for chunk in (0..n).collect::<Vec<_>>().chunks(2000) {
+        let vals: Vec<String> = chunk.iter().map(|i| format!("({i},'{pad}')")).collect();
+        let vals = vals.join(",");
         exec(
             &mut c,
             &[
-                &format!("CREATE DATABASE {db}"),
-                &format!("CREATE TABLE {db}.a (id INT PRIMARY KEY, v VARCHAR(200))"),
-                &format!("CREATE TABLE {db}.b (id INT PRIMARY KEY, v VARCHAR(200))"),
+                &format!("INSERT INTO {db}.a VALUES {vals}"),
+                &format!("INSERT INTO {db}.b VALUES {vals}"),
             ],
         )
         .await;
-        let mut child = p.spawn();
-        p.wait_started(Duration::from_secs(60));
-        let n = env_usize("SLUICE_TEST_ATOMIC_ROWS", 40_000);
-        // One source transaction over two tables, large enough to be caught mid-write.
-        let pad = "x".repeat(150);
-        exec(&mut c, &["BEGIN"]).await;
-        for chunk in (0..n).collect::<Vec<_>>().chunks(2000) {
-            let vals: Vec<String> = chunk.iter().map(|i| format!("({i},'{pad}')")).collect();
-            let vals = vals.join(",");
-            exec(
-                &mut c,
-                &[
-                    &format!("INSERT INTO {db}.a VALUES {vals}"),
-                    &format!("INSERT INTO {db}.b VALUES {vals}"),
-                ],
-            )
-            .await;
-        }
-        exec(&mut c, &["COMMIT"]).await;
-        let topics = vec![p.topic("a"), p.topic("b")];
-        // Wait until some records of the open transaction are in the log, then kill -9.
-        let deadline = std::time::Instant::now() + Duration::from_secs(60);
-        loop {
-            let seen = consume(
-                &topics,
-                "read_uncommitted",
-                1,
-                Duration::ZERO,
-                Duration::from_millis(500),
-            );
-            if !seen.is_empty() {
-                break;
-            }
-            assert!(
-                std::time::Instant::now() < deadline,
-                "[{}] nothing written; log:\n{}",
-                flavor.name,
-                p.log()
-            );
-        }
-        child.kill().expect("kill -9");
-        let _ = child.wait();
-        let uncommitted = consume(
-            &topics,
-            "read_uncommitted",
-            2 * n,
-            Duration::from_secs(1),
-            Duration::from_secs(5),
-        )
-        .len();
-        let committed = consume(
-            &topics,
-            "read_committed",
-            1,
-            Duration::from_secs(1),
-            Duration::from_secs(3),
-        )
-        .len();
-        assert!(
-            committed == 0 || committed == 2 * n,
-            "[{}] a source transaction must be all or nothing under read_committed: saw {committed} of {}",
-            flavor.name,
-            2 * n
-        );
-        eprintln!(
-            "[{}] after kill -9: read_uncommitted {uncommitted}, read_committed {committed}",
-            flavor.name
-        );
-        // Restart: the pipeline fences the dead instance's transaction and writes it once.
-        let mut child = p.spawn();
-        let recs = consume(
-            &topics,
-            "read_committed",
-            2 * n,
-            Duration::from_secs(3),
-            Duration::from_secs(120),
-        );
-        terminate(&mut child);
-        assert_eq!(
-            recs.len(),
-            2 * n,
-            "[{}] exactly once after restart; log:\n{}",
-            flavor.name,
-            p.log()
-        );
-        let ids: std::collections::HashSet<(String, i64)> = recs
-            .iter()
-            .map(|r| {
-                (
-                    r.topic.clone(),
-                    r.key.as_ref().unwrap()["id"].as_i64().unwrap(),
-                )
-            })
-            .collect();
-        assert_eq!(ids.len(), 2 * n, "[{}] no duplicates", flavor.name);
     }
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn xa_transactions_are_emitted_only_when_committed_even_across_a_crash() {
-    for flavor in flavors() {
-        let name = flavor.name;
-        let p = Pipeline::new(flavor, "xa", "");
-        let db = &p.db;
-        let mut c = root(flavor.port).await;
-        let mut other = root(flavor.port).await;
-        exec(
-            &mut c,
-            &[
-                &format!("CREATE DATABASE {db}"),
-                &format!("CREATE TABLE {db}.t (id INT PRIMARY KEY, v VARCHAR(20))"),
-            ],
-        )
-        .await;
-        let mut child = p.spawn();
-        p.wait_started(Duration::from_secs(60));
-        exec(
-            &mut c,
-            &[
-                "XA START 'a'",
-                &format!("INSERT INTO {db}.t VALUES (1, 'a1'), (2, 'a2')"),
-                "XA END 'a'",
-                "XA PREPARE 'a'",
-            ],
-        )
-        .await;
-        exec(
-            &mut other,
-            &[&format!("INSERT INTO {db}.t VALUES (100, 'marker')")],
-        )
-        .await;
-        let topics = vec![p.topic("t")];
+    exec(&mut c, &["COMMIT"]).await;
+    let topics = vec![p.topic("a"), p.topic("b")];
+    // Wait until some records of the open transaction are in the log, then kill -9.
+    let deadline = std::time::Instant::now() + Duration::from_secs(60);
+    loop {
         let seen = consume(
             &topics,
-            "read_committed",
+            "read_uncommitted",
             1,
-            Duration::from_secs(2),
-            Duration::from_secs(60),
+            Duration::ZERO,
+            Duration::from_millis(500),
         );
-        let ids: Vec<i64> = seen
-            .iter()
-            .map(|r| r.key.as_ref().unwrap()["id"].as_i64().unwrap())
-            .collect();
-        assert_eq!(
-            ids,
-            vec![100],
-            "[{name}] a prepared XA transaction is not emitted; log:\n{}",
+        if !seen.is_empty() {
+            break;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "[{}] nothing written; log:\n{}",
+            flavor.name,
             p.log()
-        );
-        // Crash after the prepare was passed by a commit: the prepared group must survive.
-        child.kill().expect("kill -9");
-        let _ = child.wait();
-        let mut child = p.spawn();
-        exec(
-            &mut c,
-            &[
-                "XA COMMIT 'a'",
-                "XA START 'b'",
-                &format!("INSERT INTO {db}.t VALUES (3, 'b3')"),
-                "XA END 'b'",
-                "XA PREPARE 'b'",
-                "XA ROLLBACK 'b'",
-                "XA START 'c'",
-                &format!("INSERT INTO {db}.t VALUES (4, 'c4')"),
-                "XA END 'c'",
-                "XA COMMIT 'c' ONE PHASE",
-            ],
-        )
-        .await;
-        let recs = consume(
-            &topics,
-            "read_committed",
-            4,
-            Duration::from_secs(3),
-            Duration::from_secs(60),
-        );
-        terminate(&mut child);
-        let ids: Vec<i64> = recs
-            .iter()
-            .map(|r| r.key.as_ref().unwrap()["id"].as_i64().unwrap())
-            .collect();
-        assert_eq!(
-            ids,
-            vec![100, 1, 2, 4],
-            "[{name}] committed XA rows once, rolled back never; log:\n{}",
-            p.log()
-        );
-        let v = recs[1].value.as_ref().unwrap();
-        assert_eq!(v["after"]["v"], json!("a1"), "[{name}]");
-        assert_eq!(
-            recs[1].value.as_ref().unwrap()["transaction"]["id"],
-            recs[2].value.as_ref().unwrap()["transaction"]["id"],
-            "[{name}] both rows of XA 'a' are one transaction"
         );
     }
+    child.kill().expect("kill -9");
+    let _ = child.wait();
+    let uncommitted = consume(
+        &topics,
+        "read_uncommitted",
+        2 * n,
+        Duration::from_secs(1),
+        Duration::from_secs(5),
+    )
+    .len();
+    let committed = consume(
+        &topics,
+        "read_committed",
+        1,
+        Duration::from_secs(1),
+        Duration::from_secs(3),
+    )
+    .len();
+    assert!(
+        committed == 0 || committed == 2 * n,
+        "[{}] a source transaction must be all or nothing under read_committed: saw {committed} of {}",
+        flavor.name,
+        2 * n
+    );
+    eprintln!(
+        "[{}] after kill -9: read_uncommitted {uncommitted}, read_committed {committed}",
+        flavor.name
+    );
+    // Restart: the pipeline fences the dead instance's transaction and writes it once.
+    let mut child = p.spawn();
+    let recs = consume(
+        &topics,
+        "read_committed",
+        2 * n,
+        Duration::from_secs(3),
+        Duration::from_secs(120),
+    );
+    terminate(&mut child);
+    assert_eq!(
+        recs.len(),
+        2 * n,
+        "[{}] exactly once after restart; log:\n{}",
+        flavor.name,
+        p.log()
+    );
+    let ids: std::collections::HashSet<(String, i64)> = recs
+        .iter()
+        .map(|r| {
+            (
+                r.topic.clone(),
+                r.key.as_ref().unwrap()["id"].as_i64().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(ids.len(), 2 * n, "[{}] no duplicates", flavor.name);
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn filtered_traffic_advances_the_committed_offset_and_offsets_set_fences() {
-    for flavor in flavors() {
-        let name = flavor.name;
-        let p = Pipeline::new(flavor, "idle", "");
-        let db = &p.db;
-        let other = format!("{db}_other");
-        let mut c = root(flavor.port).await;
+async fn xa_transactions_are_emitted_only_when_committed_even_across_a_crash(flavor: Flavor) {
+    let name = flavor.name;
+    let p = Pipeline::new(flavor, "xa", "");
+    let db = &p.db;
+    let mut c = root(flavor.port).await;
+    let mut other = root(flavor.port).await;
+    exec(
+        &mut c,
+        &[
+            &format!("CREATE DATABASE {db}"),
+            &format!("CREATE TABLE {db}.t (id INT PRIMARY KEY, v VARCHAR(20))"),
+        ],
+    )
+    .await;
+    let mut child = p.spawn();
+    p.wait_started(Duration::from_secs(60));
+    exec(
+        &mut c,
+        &[
+            "XA START 'a'",
+            &format!("INSERT INTO {db}.t VALUES (1, 'a1'), (2, 'a2')"),
+            "XA END 'a'",
+            "XA PREPARE 'a'",
+        ],
+    )
+    .await;
+    exec(
+        &mut other,
+        &[&format!("INSERT INTO {db}.t VALUES (100, 'marker')")],
+    )
+    .await;
+    let topics = vec![p.topic("t")];
+    let seen = consume(
+        &topics,
+        "read_committed",
+        1,
+        Duration::from_secs(2),
+        Duration::from_secs(60),
+    );
+    let ids: Vec<i64> = seen
+        .iter()
+        .map(|r| r.key.as_ref().unwrap()["id"].as_i64().unwrap())
+        .collect();
+    assert_eq!(
+        ids,
+        vec![100],
+        "[{name}] a prepared XA transaction is not emitted; log:\n{}",
+        p.log()
+    );
+    // Crash after the prepare was passed by a commit: the prepared group must survive.
+    child.kill().expect("kill -9");
+    let _ = child.wait();
+    let mut child = p.spawn();
+    exec(
+        &mut c,
+        &[
+            "XA COMMIT 'a'",
+            "XA START 'b'",
+            &format!("INSERT INTO {db}.t VALUES (3, 'b3')"),
+            "XA END 'b'",
+            "XA PREPARE 'b'",
+            "XA ROLLBACK 'b'",
+            "XA START 'c'",
+            &format!("INSERT INTO {db}.t VALUES (4, 'c4')"),
+            "XA END 'c'",
+            "XA COMMIT 'c' ONE PHASE",
+        ],
+    )
+    .await;
+    let recs = consume(
+        &topics,
+        "read_committed",
+        4,
+        Duration::from_secs(3),
+        Duration::from_secs(60),
+    );
+    terminate(&mut child);
+    let ids: Vec<i64> = recs
+        .iter()
+        .map(|r| r.key.as_ref().unwrap()["id"].as_i64().unwrap())
+        .collect();
+    assert_eq!(
+        ids,
+        vec![100, 1, 2, 4],
+        "[{name}] committed XA rows once, rolled back never; log:\n{}",
+        p.log()
+    );
+    let v = recs[1].value.as_ref().unwrap();
+    assert_eq!(v["after"]["v"], json!("a1"), "[{name}]");
+    assert_eq!(
+        recs[1].value.as_ref().unwrap()["transaction"]["id"],
+        recs[2].value.as_ref().unwrap()["transaction"]["id"],
+        "[{name}] both rows of XA 'a' are one transaction"
+    );
+}
+
+async fn filtered_traffic_advances_the_committed_offset_and_offsets_set_fences(flavor: Flavor) {
+    let name = flavor.name;
+    let p = Pipeline::new(flavor, "idle", "");
+    let db = &p.db;
+    let other = format!("{db}_other");
+    let mut c = root(flavor.port).await;
+    exec(
+        &mut c,
+        &[
+            &format!("CREATE DATABASE {db}"),
+            &format!("CREATE DATABASE {other}"),
+            &format!("CREATE TABLE {other}.noise (id INT PRIMARY KEY)"),
+        ],
+    )
+    .await;
+    let mut child = p.spawn();
+    p.wait_started(Duration::from_secs(60));
+    let before = p.command(&["offsets", "show"]).1;
+    for i in 0..50 {
         exec(
             &mut c,
-            &[
-                &format!("CREATE DATABASE {db}"),
-                &format!("CREATE DATABASE {other}"),
-                &format!("CREATE TABLE {other}.noise (id INT PRIMARY KEY)"),
-            ],
+            &[&format!("INSERT INTO {other}.noise VALUES ({i})")],
         )
         .await;
-        let mut child = p.spawn();
-        p.wait_started(Duration::from_secs(60));
-        let before = p.command(&["offsets", "show"]).1;
-        for i in 0..50 {
-            exec(
-                &mut c,
-                &[&format!("INSERT INTO {other}.noise VALUES ({i})")],
-            )
-            .await;
+    }
+    let target = flavor.gtid_executed(&mut c).await;
+    // Offset-only transactions record progress through binlog without included rows.
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    loop {
+        let now = p.command(&["offsets", "show"]).1;
+        // Other tests write to the same server: the offset may pass the target.
+        let reached = serde_json::from_str::<serde_json::Value>(&now)
+            .ok()
+            .and_then(|v| {
+                v["position"][flavor.gtid_key()]
+                    .as_str()
+                    .map(str::to_string)
+            })
+            .is_some_and(|now| flavor.gtid_contains(&now, &target));
+        if reached {
+            break;
         }
-        let target: String =
-            mysql_async::prelude::Queryable::query_first(&mut c, "SELECT @@gtid_binlog_pos")
+        assert!(
+            std::time::Instant::now() < deadline,
+            "[{name}] committed offset did not reach {target}: before {before}, now {now}"
+        );
+        std::thread::sleep(Duration::from_millis(300));
+    }
+    // `offsets set` fences the running instance and commits the operator's position.
+    let operator_gtid = if flavor.mysql {
+        let uuid: String =
+            mysql_async::prelude::Queryable::query_first(&mut c, "SELECT @@server_uuid")
                 .await
                 .unwrap()
                 .unwrap();
-        // Offset-only transactions record progress through binlog without included rows.
-        let deadline = std::time::Instant::now() + Duration::from_secs(30);
-        loop {
-            let now = p.command(&["offsets", "show"]).1;
-            // Other tests write to the same server: the offset may pass the target.
-            let reached = serde_json::from_str::<serde_json::Value>(&now)
-                .ok()
-                .and_then(|v| v["position"]["gtid_list"].as_str().map(str::to_string))
-                .and_then(|g| g.parse::<GtidList>().ok())
-                .is_some_and(|now| target.parse::<GtidList>().unwrap().is_subset(&now));
-            if reached {
-                break;
-            }
-            assert!(
-                std::time::Instant::now() < deadline,
-                "[{name}] committed offset did not reach {target}: before {before}, now {now}"
-            );
-            std::thread::sleep(Duration::from_millis(300));
+        format!("{uuid}:1")
+    } else {
+        "0-1-1".to_string()
+    };
+    let (code, out) = p.command(&[
+        "offsets",
+        "set",
+        "--position",
+        &format!("gtid:{operator_gtid}"),
+    ]);
+    assert_eq!(code, 0, "[{name}] offsets set: {out}");
+    let (_, shown) = p.command(&["offsets", "show"]);
+    assert!(
+        shown.contains(&format!("\"{}\": \"{operator_gtid}\"", flavor.gtid_key()))
+            && shown.contains("operator"),
+        "[{name}] {shown}"
+    );
+    exec(
+        &mut c,
+        &[&format!("INSERT INTO {other}.noise VALUES (1000)")],
+    )
+    .await;
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    let status = loop {
+        if let Some(st) = child.try_wait().unwrap() {
+            break st;
         }
-        // `offsets set` fences the running instance and commits the operator's position.
-        let (code, out) = p.command(&["offsets", "set", "--position", "gtid:0-1-1"]);
-        assert_eq!(code, 0, "[{name}] offsets set: {out}");
-        let (_, shown) = p.command(&["offsets", "show"]);
         assert!(
-            shown.contains("\"gtid_list\": \"0-1-1\"") && shown.contains("operator"),
-            "[{name}] {shown}"
-        );
-        exec(
-            &mut c,
-            &[&format!("INSERT INTO {other}.noise VALUES (1000)")],
-        )
-        .await;
-        let deadline = std::time::Instant::now() + Duration::from_secs(30);
-        let status = loop {
-            if let Some(st) = child.try_wait().unwrap() {
-                break st;
-            }
-            assert!(
-                std::time::Instant::now() < deadline,
-                "[{name}] still running after offsets set; log:\n{}",
-                p.log()
-            );
-            std::thread::sleep(Duration::from_millis(200));
-        };
-        assert_eq!(
-            status.code(),
-            Some(3),
-            "[{name}] fenced by offsets set; log:\n{}",
+            std::time::Instant::now() < deadline,
+            "[{name}] still running after offsets set; log:\n{}",
             p.log()
         );
-    }
+        std::thread::sleep(Duration::from_millis(200));
+    };
+    assert_eq!(
+        status.code(),
+        Some(3),
+        "[{name}] fenced by offsets set; log:\n{}",
+        p.log()
+    );
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_source_transaction_longer_than_the_kafka_timeout_is_a_clear_error() {
-    for flavor in flavors() {
-        let name = flavor.name;
-        let p = Pipeline::new(flavor, "txtimeout", "");
-        let text = std::fs::read_to_string(&p.config).unwrap();
-        std::fs::write(
-            &p.config,
-            text.replace("[kafka]\n", "[kafka]\ntransaction_timeout_ms = 1000\n"),
-        )
-        .unwrap();
-        let db = &p.db;
-        let mut c = root(flavor.port).await;
+async fn a_source_transaction_longer_than_the_kafka_timeout_is_a_clear_error(flavor: Flavor) {
+    let name = flavor.name;
+    let p = Pipeline::new(flavor, "txtimeout", "");
+    let text = std::fs::read_to_string(&p.config).unwrap();
+    std::fs::write(
+        &p.config,
+        text.replace("[kafka]\n", "[kafka]\ntransaction_timeout_ms = 1000\n"),
+    )
+    .unwrap();
+    let db = &p.db;
+    let mut c = root(flavor.port).await;
+    exec(
+        &mut c,
+        &[
+            &format!("CREATE DATABASE {db}"),
+            &format!("CREATE TABLE {db}.big (id INT PRIMARY KEY, v VARCHAR(200))"),
+        ],
+    )
+    .await;
+    let mut child = p.spawn();
+    p.wait_started(Duration::from_secs(60));
+    let n = env_usize("SLUICE_TEST_TIMEOUT_ROWS", 300_000);
+    let pad = "y".repeat(150);
+    exec(&mut c, &[&format!("USE {db}"), "BEGIN"]).await;
+    for lo in (0..n).step_by(10_000) {
         exec(
             &mut c,
-            &[
-                &format!("CREATE DATABASE {db}"),
-                &format!("CREATE TABLE {db}.big (id INT PRIMARY KEY, v VARCHAR(200))"),
-            ],
+            &[&flavor.insert_seq(&format!("{db}.big"), lo + 1, lo + 10_000, &pad)],
         )
         .await;
-        let mut child = p.spawn();
-        p.wait_started(Duration::from_secs(60));
-        let n = env_usize("SLUICE_TEST_TIMEOUT_ROWS", 300_000);
-        let pad = "y".repeat(150);
-        exec(&mut c, &[&format!("USE {db}"), "BEGIN"]).await;
-        for lo in (0..n).step_by(10_000) {
-            exec(
-                &mut c,
-                &[&format!(
-                    "INSERT INTO {db}.big SELECT seq, '{pad}' FROM seq_{}_to_{}",
-                    lo + 1,
-                    lo + 10_000
-                )],
-            )
-            .await;
-        }
-        exec(&mut c, &["COMMIT"]).await;
-        let deadline = std::time::Instant::now() + Duration::from_secs(120);
-        let status = loop {
-            if let Some(st) = child.try_wait().unwrap() {
-                break st;
-            }
-            if std::time::Instant::now() > deadline {
-                let _ = child.kill();
-                panic!("[{name}] sluice kept running; log:\n{}", p.log());
-            }
-            std::thread::sleep(Duration::from_millis(100));
-        };
-        assert_eq!(
-            status.code(),
-            Some(1),
-            "[{name}] definite error; log:\n{}",
-            p.log()
-        );
-        assert!(
-            p.log().contains("transaction.timeout.ms")
-                && p.log().contains("kafka.transaction_timeout_ms"),
-            "[{name}] the error names the setting; log:\n{}",
-            p.log()
-        );
-        let seen = consume(
-            &[p.topic("big")],
-            "read_committed",
-            1,
-            Duration::from_secs(1),
-            Duration::from_secs(5),
-        );
-        assert!(
-            seen.is_empty(),
-            "[{name}] nothing of the transaction is visible, saw {}",
-            seen.len()
-        );
     }
+    exec(&mut c, &["COMMIT"]).await;
+    let deadline = std::time::Instant::now() + Duration::from_secs(120);
+    let status = loop {
+        if let Some(st) = child.try_wait().unwrap() {
+            break st;
+        }
+        if std::time::Instant::now() > deadline {
+            let _ = child.kill();
+            panic!("[{name}] sluice kept running; log:\n{}", p.log());
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    assert_eq!(
+        status.code(),
+        Some(1),
+        "[{name}] definite error; log:\n{}",
+        p.log()
+    );
+    assert!(
+        p.log().contains("transaction.timeout.ms")
+            && p.log().contains("kafka.transaction_timeout_ms"),
+        "[{name}] the error names the setting; log:\n{}",
+        p.log()
+    );
+    let seen = consume(
+        &[p.topic("big")],
+        "read_committed",
+        1,
+        Duration::from_secs(1),
+        Duration::from_secs(5),
+    );
+    assert!(
+        seen.is_empty(),
+        "[{name}] nothing of the transaction is visible, saw {}",
+        seen.len()
+    );
 }
+
+per_flavor!(
+    changes_arrive_exactly_once_in_order_with_debezium_shape,
+    a_killed_transaction_is_invisible_then_written_once,
+    xa_transactions_are_emitted_only_when_committed_even_across_a_crash,
+    filtered_traffic_advances_the_committed_offset_and_offsets_set_fences,
+    a_source_transaction_longer_than_the_kafka_timeout_is_a_clear_error,
+);

@@ -45,53 +45,44 @@ fn bad_regex_names_the_setting() {
     assert_fails(&p, &["run"], &["source.include[0]", "(unclosed"]);
 }
 
-#[test]
-fn wrong_password_is_a_clear_error_without_the_secret() {
-    for flavor in flavors() {
-        let p = Pipeline::new(flavor, "pw", "");
-        write_config(&p, |t| t.replace("sluice:sluice@", "sluice:hunter2wrong@"));
-        let out = assert_fails(&p, &["run"], &["source.url", "sluice"]);
-        assert!(
-            !out.contains("hunter2wrong"),
-            "[{}] password leaked:\n{out}",
-            flavor.name
-        );
-        assert_nothing_written(&p);
-    }
+async fn wrong_password_is_a_clear_error_without_the_secret(flavor: Flavor) {
+    let p = Pipeline::new(flavor, "pw", "");
+    write_config(&p, |t| t.replace("sluice:sluice@", "sluice:hunter2wrong@"));
+    let out = assert_fails(&p, &["run"], &["source.url", "sluice"]);
+    assert!(
+        !out.contains("hunter2wrong"),
+        "[{}] password leaked:\n{out}",
+        flavor.name
+    );
+    assert_nothing_written(&p);
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn missing_grant_is_reported_with_the_grant_statement() {
-    for flavor in flavors() {
-        let user = unique("nogrant");
-        let mut c = root(flavor.port).await;
-        exec(
-            &mut c,
-            &[
-                &format!("CREATE USER '{user}'@'%' IDENTIFIED BY 'pw'"),
-                &format!("GRANT SELECT ON *.* TO '{user}'@'%'"),
-            ],
-        )
-        .await;
-        let p = Pipeline::new(flavor, "grant", "");
-        write_config(&p, |t| t.replace("sluice:sluice@", &format!("{user}:pw@")));
-        assert_fails(&p, &["check"], &["REPLICATION SLAVE", "GRANT"]);
-        assert_fails(&p, &["run"], &["REPLICATION SLAVE"]);
-        assert_nothing_written(&p);
-        exec(&mut c, &[&format!("DROP USER '{user}'@'%'")]).await;
-    }
+async fn missing_grant_is_reported_with_the_grant_statement(flavor: Flavor) {
+    let user = unique("nogrant");
+    let mut c = root(flavor.port).await;
+    exec(
+        &mut c,
+        &[
+            &format!("CREATE USER '{user}'@'%' IDENTIFIED BY 'pw'"),
+            &format!("GRANT SELECT ON *.* TO '{user}'@'%'"),
+        ],
+    )
+    .await;
+    let p = Pipeline::new(flavor, "grant", "");
+    write_config(&p, |t| t.replace("sluice:sluice@", &format!("{user}:pw@")));
+    assert_fails(&p, &["check"], &["REPLICATION SLAVE", "GRANT"]);
+    assert_fails(&p, &["run"], &["REPLICATION SLAVE"]);
+    assert_nothing_written(&p);
+    exec(&mut c, &[&format!("DROP USER '{user}'@'%'")]).await;
 }
 
-#[test]
-fn purged_start_position_says_what_to_do() {
-    for flavor in flavors() {
-        let p = Pipeline::new(flavor, "purged", "");
-        write_config(&p, |t| {
-            t.replace("start = \"latest\"", "start = \"file:mysql-bin.000000:4\"")
-        });
-        assert_fails(&p, &["run"], &["mysql-bin.000000", "offsets set"]);
-        assert_nothing_written(&p);
-    }
+async fn purged_start_position_says_what_to_do(flavor: Flavor) {
+    let p = Pipeline::new(flavor, "purged", "");
+    write_config(&p, |t| {
+        t.replace("start = \"latest\"", "start = \"file:mysql-bin.000000:4\"")
+    });
+    assert_fails(&p, &["run"], &["mysql-bin.000000", "offsets set"]);
+    assert_nothing_written(&p);
 }
 
 #[test]
@@ -141,3 +132,9 @@ fn create_topic(name: &str, cfg: &[(&str, &str)]) {
         r.expect("topic created");
     }
 }
+
+per_flavor!(
+    missing_grant_is_reported_with_the_grant_statement,
+    wrong_password_is_a_clear_error_without_the_secret,
+    purged_start_position_says_what_to_do,
+);

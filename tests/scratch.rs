@@ -1,6 +1,7 @@
-//! Tests that change a server's GLOBAL settings. They all run on the scratch instance (port
-//! 3316) so the other test binaries never see the changes, one at a time (`LOCK`), and each
-//! restores the globals before asserting, also when a step panics.
+//! Tests that change a server's GLOBAL settings. They all run on the flavour's scratch instance
+//! (MariaDB 3316, MySQL 3317) so the other test binaries never see the changes, one at a time
+//! per instance (`lock`), and each restores the globals before asserting, also when a step
+//! panics.
 
 mod support;
 
@@ -12,31 +13,38 @@ use mysql_async::prelude::*;
 use serde_json::{json, Value};
 use support::*;
 
-/// Tests that change a server's global settings use the scratch instance, serialized.
-const SCRATCH: Flavor = Flavor {
-    name: "mariadb-scratch",
-    port: 3316,
-};
+/// Held by every test of this file: one test at a time changes a scratch server's globals.
+static LOCK_MARIADB: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+static LOCK_MYSQL: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
 
-/// Held by every test of this file: one test at a time changes the scratch server's globals.
-static LOCK: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+fn lock(flavor: Flavor) -> &'static tokio::sync::Mutex<()> {
+    if flavor.mysql {
+        &LOCK_MYSQL
+    } else {
+        &LOCK_MARIADB
+    }
+}
 
 /// Runs `body` while holding `LOCK`, after running the `set` statements on the scratch server,
 /// then always runs the `restore` statements (on a fresh connection) before re-raising a panic
 /// of `set` or `body`.
-async fn with_globals<F>(set: &'static [&'static str], restore: &'static [&'static str], body: F)
-where
+async fn with_globals<F>(
+    scratch: Flavor,
+    set: &'static [&'static str],
+    restore: &'static [&'static str],
+    body: F,
+) where
     F: Future<Output = ()> + Send + 'static,
 {
-    let _serial = LOCK.lock().await;
+    let _serial = lock(scratch).lock().await;
     let outcome = tokio::spawn(async move {
-        let mut c = root(SCRATCH.port).await;
+        let mut c = root(scratch.port).await;
         exec(&mut c, set).await;
         drop(c);
         body.await;
     })
     .await;
-    let mut c = root(SCRATCH.port).await;
+    let mut c = root(scratch.port).await;
     exec(&mut c, restore).await;
     match outcome {
         Ok(()) => {}
@@ -57,11 +65,11 @@ impl Drop for Running {
     }
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn statement_format_and_missing_full_metadata_are_refused() {
-    let _serial = LOCK.lock().await;
-    let mut c = root(SCRATCH.port).await;
-    let p = Pipeline::new(SCRATCH, "fmt", "");
+async fn statement_format_and_missing_full_metadata_are_refused(flavor: Flavor) {
+    let scratch = flavor.scratch();
+    let _serial = lock(scratch).lock().await;
+    let mut c = root(scratch.port).await;
+    let p = Pipeline::new(scratch, "fmt", "");
     exec(&mut c, &["SET GLOBAL binlog_format = 'STATEMENT'"]).await;
     let out = p.command(&["check"]);
     exec(&mut c, &["SET GLOBAL binlog_format = 'ROW'"]).await;
@@ -87,6 +95,7 @@ async fn statement_format_and_missing_full_metadata_are_refused() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn mariadb_compressed_binlog_events_are_decoded() {
     with_globals(
+        MARIADB.scratch(),
         &[
             "SET GLOBAL log_bin_compress = ON",
             "SET GLOBAL log_bin_compress_min_len = 10",
@@ -129,11 +138,11 @@ fn tuple(id: i64, title: &str, body: &str) -> String {
 }
 
 async fn compressed_events() {
-    let p = Pipeline::new(SCRATCH, "compress", "");
+    let p = Pipeline::new(MARIADB.scratch(), "compress", "");
     // The pipeline name (and so the database) contains a '-': quote it in SQL.
     let db = p.db.clone();
     let table = format!("`{db}`.docs");
-    let mut c = root(SCRATCH.port).await;
+    let mut c = root(MARIADB.scratch().port).await;
     exec(
         &mut c,
         &[
@@ -378,3 +387,5 @@ async fn binlog_events_since(
     }
     out
 }
+
+per_flavor!(statement_format_and_missing_full_metadata_are_refused);

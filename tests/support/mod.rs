@@ -1,5 +1,6 @@
 //! Helpers for integration tests against the real services started by `scripts/services`:
-//! MariaDB on 127.0.0.1:3306 (scratch instance on 3316), Kafka on 127.0.0.1:9092.
+//! MariaDB on 127.0.0.1:3306 and MySQL 9.7 on 127.0.0.1:3307 (scratch instances on 3316 / 3317,
+//! GTID replicas on 3326 / 3327), Kafka on 127.0.0.1:9092.
 //!
 //! Each test works in its own database, pipeline name, offsets topic and topic prefix, so tests
 //! run in parallel without seeing each other's data.
@@ -19,21 +20,142 @@ use rdkafka::TopicPartitionList;
 /// A database flavour under test.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Flavor {
-    /// Name shown in failures.
+    /// Name shown in failures (and sluice's `source.connector`).
     pub name: &'static str,
     /// Port of the default instance.
     pub port: u16,
+    /// Port of the instance for tests that change global settings.
+    pub scratch_port: u16,
+    /// Port of a GTID replica of the default instance.
+    pub replica_port: u16,
+    /// MySQL (true) or MariaDB (false).
+    pub mysql: bool,
 }
 
-/// MariaDB (Debian packages) on 3306.
+/// MariaDB (Debian packages) on 3306, scratch 3316, replica 3326.
 pub const MARIADB: Flavor = Flavor {
     name: "mariadb",
     port: 3306,
+    scratch_port: 3316,
+    replica_port: 3326,
+    mysql: false,
 };
 
-/// The flavours every database test runs against.
+/// MySQL 9.7 (Debian sid packages, private root) on 3307, scratch 3317, replica 3327.
+pub const MYSQL: Flavor = Flavor {
+    name: "mysql",
+    port: 3307,
+    scratch_port: 3317,
+    replica_port: 3327,
+    mysql: true,
+};
+
+/// The flavours every database test runs against. `SLUICE_TEST_FLAVORS=mysql` (a comma list)
+/// narrows the set while developing; CI runs all.
 pub fn flavors() -> Vec<Flavor> {
-    vec![MARIADB]
+    [MARIADB, MYSQL]
+        .into_iter()
+        .filter(|f| f.enabled())
+        .collect()
+}
+
+impl Flavor {
+    /// The same flavour on its scratch instance (for tests that change global settings).
+    pub const fn scratch(self) -> Flavor {
+        Flavor {
+            port: self.scratch_port,
+            ..self
+        }
+    }
+
+    /// Whether `SLUICE_TEST_FLAVORS` (default: all) selects this flavour.
+    pub fn enabled(&self) -> bool {
+        match std::env::var("SLUICE_TEST_FLAVORS") {
+            Ok(list) if !list.trim().is_empty() => list.split(',').any(|f| f.trim() == self.name),
+            _ => true,
+        }
+    }
+
+    /// The server's executed GTID state, in sluice's `gtid:` syntax (without the prefix).
+    pub async fn gtid_executed(&self, c: &mut mysql_async::Conn) -> String {
+        let sql = if self.mysql {
+            "SELECT @@GLOBAL.gtid_executed"
+        } else {
+            "SELECT @@GLOBAL.gtid_binlog_pos"
+        };
+        let v: Option<String> = c
+            .query_first(sql)
+            .await
+            .unwrap_or_else(|e| panic!("{sql}: {e}"));
+        v.unwrap_or_default().replace('\n', "")
+    }
+
+    /// Key of the GTID state in `sluice offsets show` output.
+    pub fn gtid_key(&self) -> &'static str {
+        if self.mysql {
+            "gtid_set"
+        } else {
+            "gtid_list"
+        }
+    }
+
+    /// Whether GTID state `a` is contained in `b` (both in the flavour's syntax).
+    pub fn gtid_contains(&self, b: &str, a: &str) -> bool {
+        if self.mysql {
+            let a: sluice::position::GtidSet = a.parse().expect("GTID set");
+            b.parse::<sluice::position::GtidSet>()
+                .is_ok_and(|b| a.is_subset(&b))
+        } else {
+            let a: sluice::position::GtidList = a.parse().expect("GTID list");
+            b.parse::<sluice::position::GtidList>()
+                .is_ok_and(|b| a.is_subset(&b))
+        }
+    }
+
+    /// `INSERT INTO table SELECT n, pad` for n in lo..=hi, in the flavour's SQL.
+    pub fn insert_seq(&self, table: &str, lo: usize, hi: usize, pad: &str) -> String {
+        if self.mysql {
+            // MySQL has no sequence engine: a multi-row VALUES list.
+            let vals: Vec<String> = (lo..=hi).map(|i| format!("({i},'{pad}')")).collect();
+            format!("INSERT INTO {table} VALUES {}", vals.join(","))
+        } else {
+            format!("INSERT INTO {table} SELECT seq, '{pad}' FROM seq_{lo}_to_{hi}")
+        }
+    }
+}
+
+/// Generates one `#[tokio::test]` per flavour for each `async fn name(flavor: Flavor)` listed,
+/// in modules `mariadb` and `mysql`, so a failure names the flavour (`mysql::name`).
+#[macro_export]
+macro_rules! per_flavor {
+    ($($test:ident),* $(,)?) => {
+        mod mariadb {
+            $(
+                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+                async fn $test() {
+                    let f = $crate::support::MARIADB;
+                    if !f.enabled() {
+                        eprintln!("{} not selected by SLUICE_TEST_FLAVORS: skipped", f.name);
+                        return;
+                    }
+                    super::$test(f).await
+                }
+            )*
+        }
+        mod mysql {
+            $(
+                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+                async fn $test() {
+                    let f = $crate::support::MYSQL;
+                    if !f.enabled() {
+                        eprintln!("{} not selected by SLUICE_TEST_FLAVORS: skipped", f.name);
+                        return;
+                    }
+                    super::$test(f).await
+                }
+            )*
+        }
+    };
 }
 
 /// Kafka bootstrap servers of the test bed.
