@@ -356,6 +356,173 @@ async fn compressed_events() {
     assert_eq!(recs.len(), 24, "no extra records");
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn mysql_compressed_transactions_are_decoded() {
+    if !MYSQL.enabled() {
+        return;
+    }
+    with_globals(
+        MYSQL.scratch(),
+        &["SET GLOBAL binlog_transaction_compression = ON"],
+        &["SET GLOBAL binlog_transaction_compression = OFF"],
+        compressed_transactions(),
+    )
+    .await;
+}
+
+/// Peak resident memory of a process in KiB (`VmHWM`), if readable.
+fn peak_rss_kib(pid: u32) -> Option<u64> {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+    status
+        .lines()
+        .find(|l| l.starts_with("VmHWM:"))
+        .and_then(|l| l.split_whitespace().nth(1))
+        .and_then(|v| v.parse().ok())
+}
+
+/// MySQL `binlog_transaction_compression=ON`: every transaction arrives as a zstd
+/// TRANSACTION_PAYLOAD event; small ones, a large one (SLUICE_TEST_COMPRESSED_ROWS rows of
+/// ~600 bytes), updates and deletes all arrive exactly once with their values.
+async fn compressed_transactions() {
+    let scratch = MYSQL.scratch();
+    let n = env_usize("SLUICE_TEST_COMPRESSED_ROWS", 20_000);
+    let p = Pipeline::new(scratch, "zstd", "");
+    let db = p.db.clone();
+    let table = format!("{db}.docs");
+    let mut c = root(scratch.port).await;
+    exec(
+        &mut c,
+        &[
+            "SET SESSION binlog_transaction_compression = ON",
+            &format!("CREATE DATABASE {db}"),
+            &format!("CREATE TABLE {table} (id INT PRIMARY KEY, seq INT NOT NULL, body TEXT)"),
+        ],
+    )
+    .await;
+    let mut child = Running(p.spawn());
+    p.wait_started(Duration::from_secs(60));
+    let (start_file, start_pos): (String, u64) = {
+        let row: mysql_async::Row = c
+            .query_first("SHOW BINARY LOG STATUS")
+            .await
+            .expect("SHOW BINARY LOG STATUS")
+            .expect("binary logging is on");
+        (row.get("File").unwrap(), row.get("Position").unwrap())
+    };
+    let body = |id: usize| long_text("zstd", id as i64, 600);
+    // 1..=50: small autocommit transactions.
+    for id in 1..=50 {
+        exec(
+            &mut c,
+            &[&format!(
+                "INSERT INTO {table} VALUES ({id}, 0, '{}')",
+                body(id)
+            )],
+        )
+        .await;
+    }
+    // One large transaction: n rows in statements of 500.
+    exec(&mut c, &["BEGIN"]).await;
+    let ids: Vec<usize> = (1000..1000 + n).collect();
+    for chunk in ids.chunks(500) {
+        let vals: Vec<String> = chunk
+            .iter()
+            .map(|id| format!("({id}, 0, '{}')", body(*id)))
+            .collect();
+        exec(
+            &mut c,
+            &[&format!("INSERT INTO {table} VALUES {}", vals.join(","))],
+        )
+        .await;
+    }
+    exec(&mut c, &["COMMIT"]).await;
+    // Updates and deletes in one transaction, then a DDL and a row of the new shape.
+    exec(
+        &mut c,
+        &[
+            "BEGIN",
+            &format!("UPDATE {table} SET seq = seq + 1, body = 'short' WHERE id <= 10"),
+            &format!("DELETE FROM {table} WHERE id > 40 AND id <= 50"),
+            "COMMIT",
+            &format!("ALTER TABLE {table} ADD COLUMN extra INT"),
+            &format!("INSERT INTO {table} VALUES (51, 1, 'after the alter', 42)"),
+        ],
+    )
+    .await;
+    let events = binlog_events_since(&mut c, &start_file, start_pos).await;
+    let payloads = events
+        .iter()
+        .filter(|(t, _)| t == "Transaction_payload")
+        .count();
+    assert!(
+        payloads >= 52,
+        "the workload was written as compressed transaction payloads, saw {payloads}: {:?}",
+        &events[..events.len().min(20)]
+    );
+
+    // 50 + n inserts, 10 updates, 10 deletes + 10 tombstones, 1 insert after the ALTER.
+    let want = 50 + n + 10 + 20 + 1;
+    let recs = consume(
+        &[p.topic("docs")],
+        "read_committed",
+        want,
+        Duration::from_secs(3),
+        Duration::from_secs(180),
+    );
+    let peak = peak_rss_kib(child.0.id());
+    let st = terminate(&mut child.0);
+    eprintln!(
+        "[mysql] compressed transactions: {} records, sluice peak RSS {peak:?} KiB",
+        recs.len()
+    );
+    assert_eq!(
+        recs.len(),
+        want,
+        "every change exactly once; log:\n{}",
+        p.log()
+    );
+    let mut inserted = std::collections::HashSet::new();
+    let (mut updates, mut deletes, mut tombstones) = (0, 0, 0);
+    for r in &recs {
+        let id = r.key.as_ref().expect("key")["id"].as_i64().expect("id");
+        match &r.value {
+            None => tombstones += 1,
+            Some(v) => match v["op"].as_str() {
+                Some("c") => {
+                    if id != 51 {
+                        assert_eq!(
+                            v["after"]["body"],
+                            json!(body(id as usize)),
+                            "value of row {id}"
+                        );
+                    }
+                    assert!(inserted.insert(id), "row {id} inserted once");
+                }
+                Some("u") => {
+                    updates += 1;
+                    assert_eq!(v["before"]["body"], json!(body(id as usize)));
+                    assert_eq!(v["after"]["body"], json!("short"));
+                    assert_eq!(v["after"]["seq"], json!(1));
+                }
+                Some("d") => deletes += 1,
+                other => panic!("unexpected op {other:?}"),
+            },
+        }
+    }
+    assert_eq!(inserted.len(), 50 + n + 1);
+    assert_eq!((updates, deletes, tombstones), (10, 10, 10));
+    let last = recs
+        .last()
+        .and_then(|r| r.value.clone())
+        .expect("last value");
+    assert_eq!(last["after"]["extra"], json!(42), "the row after the ALTER");
+    assert!(
+        st.success(),
+        "SIGTERM exits 0, got {st:?}; log:\n{}",
+        p.log()
+    );
+}
+
 /// (Event_type, Info) of every binlog event from `file`:`pos` to the end of the last binlog.
 async fn binlog_events_since(
     c: &mut mysql_async::Conn,
