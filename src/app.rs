@@ -65,9 +65,14 @@ pub fn start_spec(cfg: &Config) -> Result<StartSpec> {
 
 /// Runs preflight checks against the source and Kafka; returns all items.
 pub async fn preflight(cfg: &Config) -> Result<Vec<CheckItem>> {
-    let mut conn = server::connect(&cfg.source.url, cfg.source.connect_timeout()).await?;
+    let connect = server::ConnectOptions::from_config(&cfg.source);
+    let mut conn = server::connect(&connect).await?;
     let info = server::server_info(&mut conn).await?;
     let mut items = preflight::check_source(&mut conn, &info, cfg.source.server_id).await;
+    items.insert(
+        1,
+        preflight::check_tls(&mut conn, cfg.source.ssl_mode).await,
+    );
     // Kafka: reachable, offsets topic shape.
     let kcfg = client_config(cfg);
     let offsets_topic = cfg.kafka.offsets_topic.clone();
@@ -280,8 +285,14 @@ async fn attempt(
         Err(_) => return join_sink(handle.thread).await,
     };
     let source_result = async {
-        let mut conn = server::connect(&cfg.source.url, cfg.source.connect_timeout()).await?;
+        let connect = server::ConnectOptions::from_config(&cfg.source);
+        let mut conn = server::connect(&connect).await?;
         let info = server::server_info(&mut conn).await?;
+        match server::tls_status(&mut conn).await {
+            Ok(Some(tls)) => tracing::info!(ssl_mode = %connect.ssl_mode, %tls, "connected to the source over TLS"),
+            Ok(None) => tracing::info!(ssl_mode = %connect.ssl_mode, "connected to the source in plaintext (no TLS)"),
+            Err(e) => tracing::warn!(error = %e, "cannot read the source connection's TLS status"),
+        }
         let mut resume = stream::resolve_start(
             &mut conn,
             &info,
@@ -297,10 +308,9 @@ async fn attempt(
             None => tracing::info!(start = %start, "no committed offset; starting at source.start"),
         }
         let settings = SourceSettings {
-            url: cfg.source.url.clone(),
+            connect,
             server_id: cfg.source.server_id,
             heartbeat: cfg.source.heartbeat(),
-            connect_timeout: cfg.source.connect_timeout(),
             router: router.clone(),
         };
         stream::run(&settings, &info, conn, resume, tx, skip.clone(), shutdown).await

@@ -302,6 +302,94 @@ pub struct SourceConfig {
     /// Default: 0.
     #[serde(default)]
     pub max_reconnect_attempts: u32,
+    /// TLS to the server, as the MySQL client's `--ssl-mode`: `"disabled"`, `"preferred"`
+    /// (TLS when the server offers it, certificate not checked), `"required"` (TLS,
+    /// certificate not checked), `"verify_ca"` (TLS, certificate signed by `ssl_ca`) or
+    /// `"verify_identity"` (as `verify_ca`, and the certificate names the URL's host).
+    /// Applies to every connection sluice opens to the server. Default: `"preferred"`.
+    #[serde(default)]
+    pub ssl_mode: SslMode,
+    /// PEM file of the CA certificate(s) the server's certificate must be signed by;
+    /// required by (and only allowed with) `verify_ca` and `verify_identity`. Default: empty
+    /// (none).
+    #[serde(default)]
+    pub ssl_ca: PathBuf,
+    /// PEM file of a client certificate (chain) presented to the server, for users created
+    /// `REQUIRE X509` / `REQUIRE SUBJECT`; needs `ssl_key` and a TLS `ssl_mode`. Default:
+    /// empty (none).
+    #[serde(default)]
+    pub ssl_cert: PathBuf,
+    /// PEM file of the private key of `ssl_cert` (unencrypted). Default: empty (none).
+    #[serde(default)]
+    pub ssl_key: PathBuf,
+}
+
+/// `source.ssl_mode`: whether and how the connections to the source use TLS (the MySQL
+/// client's `--ssl-mode`, in lower case).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SslMode {
+    /// `"disabled"`: plaintext.
+    Disabled,
+    /// `"preferred"`: TLS when the server supports it, else plaintext; the certificate is
+    /// not checked. The default (as for the MySQL client).
+    #[default]
+    Preferred,
+    /// `"required"`: TLS or fail; the certificate is not checked.
+    Required,
+    /// `"verify_ca"`: TLS, the certificate must be signed by `source.ssl_ca` (any host name).
+    VerifyCa,
+    /// `"verify_identity"`: as `verify_ca`, and the certificate must name the host of
+    /// `source.url` (DNS name or IP address).
+    VerifyIdentity,
+}
+
+impl SslMode {
+    /// Every mode, in order of strictness.
+    pub const ALL: [SslMode; 5] = [
+        SslMode::Disabled,
+        SslMode::Preferred,
+        SslMode::Required,
+        SslMode::VerifyCa,
+        SslMode::VerifyIdentity,
+    ];
+
+    /// The TOML spelling.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            SslMode::Disabled => "disabled",
+            SslMode::Preferred => "preferred",
+            SslMode::Required => "required",
+            SslMode::VerifyCa => "verify_ca",
+            SslMode::VerifyIdentity => "verify_identity",
+        }
+    }
+
+    /// Whether the server certificate is checked against `source.ssl_ca`.
+    pub fn verifies(self) -> bool {
+        matches!(self, SslMode::VerifyCa | SslMode::VerifyIdentity)
+    }
+}
+
+impl fmt::Display for SslMode {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// URL query parameters other clients read for TLS; sluice takes TLS settings from
+/// `source.ssl_*` only, so one of these in `source.url` is refused rather than ignored.
+fn is_tls_url_param(name: &str) -> bool {
+    let n = name.to_ascii_lowercase().replace('-', "_");
+    n.starts_with("ssl")
+        || n.starts_with("tls")
+        || [
+            "require_ssl",
+            "verify_ca",
+            "verify_identity",
+            "built_in_roots",
+        ]
+        .contains(&n.as_str())
 }
 
 impl SourceConfig {
@@ -323,6 +411,21 @@ impl SourceConfig {
     /// `reconnect_backoff_max_ms` as a duration.
     pub fn reconnect_backoff_max(&self) -> Duration {
         Duration::from_millis(self.reconnect_backoff_max_ms)
+    }
+
+    /// `ssl_ca`, when set.
+    pub fn ssl_ca(&self) -> Option<&Path> {
+        non_empty(&self.ssl_ca)
+    }
+
+    /// `ssl_cert`, when set.
+    pub fn ssl_cert(&self) -> Option<&Path> {
+        non_empty(&self.ssl_cert)
+    }
+
+    /// `ssl_key`, when set.
+    pub fn ssl_key(&self) -> Option<&Path> {
+        non_empty(&self.ssl_key)
     }
 }
 
@@ -460,6 +563,10 @@ pub struct RouteConfig {
     /// key, so compaction can drop the row). Default: true.
     #[serde(default = "default_true")]
     pub tombstones: bool,
+}
+
+fn non_empty(p: &Path) -> Option<&Path> {
+    (!p.as_os_str().is_empty()).then_some(p)
 }
 
 fn default_start() -> String {
@@ -712,6 +819,7 @@ impl Config {
                 "set source.reconnect_backoff_max_ms, e.g. 30000 (the default)",
             ));
         }
+        self.validate_tls(problems);
         if s.reconnect_backoff_min_ms > s.reconnect_backoff_max_ms {
             problems.push(Problem::new(
                 "source.reconnect_backoff_min_ms",
@@ -722,6 +830,88 @@ impl Config {
                 "a first delay no larger than the largest delay",
                 "lower source.reconnect_backoff_min_ms or raise source.reconnect_backoff_max_ms",
             ));
+        }
+    }
+
+    fn validate_tls(&self, problems: &mut Vec<Problem>) {
+        let s = &self.source;
+        let modes = SslMode::ALL
+            .iter()
+            .map(|m| format!("\"{m}\""))
+            .collect::<Vec<_>>()
+            .join(", ");
+        if s.ssl_mode.verifies() && s.ssl_ca().is_none() {
+            problems.push(Problem::new(
+                "source.ssl_ca",
+                format!("no ssl_ca with source.ssl_mode = \"{}\"", s.ssl_mode),
+                "the path of a PEM file with the CA certificate(s) that signed the server's \
+                 certificate",
+                format!(
+                    "set source.ssl_ca (or SLUICE_SOURCE_SSL_CA), or choose another \
+                     source.ssl_mode (one of {modes}; \"required\" encrypts without checking \
+                     the certificate)"
+                ),
+            ));
+        }
+        if !s.ssl_mode.verifies() && s.ssl_ca().is_some() {
+            problems.push(Problem::new(
+                "source.ssl_ca",
+                format!("ssl_ca with source.ssl_mode = \"{}\"", s.ssl_mode),
+                "ssl_ca only with ssl_mode \"verify_ca\" or \"verify_identity\" (the other \
+                 modes do not check the certificate)",
+                "set source.ssl_mode = \"verify_ca\" or \"verify_identity\" to check the \
+                 server's certificate against it, or remove source.ssl_ca",
+            ));
+        }
+        match (s.ssl_cert(), s.ssl_key()) {
+            (Some(_), None) | (None, Some(_)) => problems.push(Problem::new(
+                if s.ssl_cert().is_some() {
+                    "source.ssl_key"
+                } else {
+                    "source.ssl_cert"
+                },
+                "only one of ssl_cert and ssl_key",
+                "both (a client certificate and its private key) or neither",
+                "set both source.ssl_cert and source.ssl_key, or remove the one given",
+            )),
+            (Some(_), Some(_)) if s.ssl_mode == SslMode::Disabled => problems.push(Problem::new(
+                "source.ssl_cert",
+                "a client certificate with source.ssl_mode = \"disabled\"",
+                "a client certificate only with TLS",
+                "set source.ssl_mode to \"required\", \"verify_ca\" or \
+                     \"verify_identity\", or remove source.ssl_cert and source.ssl_key",
+            )),
+            _ => {}
+        }
+        for (path, value) in [
+            ("source.ssl_ca", s.ssl_ca()),
+            ("source.ssl_cert", s.ssl_cert()),
+            ("source.ssl_key", s.ssl_key()),
+        ] {
+            if let Some(file) = value {
+                if !file.is_file() {
+                    problems.push(Problem::new(
+                        path,
+                        format!("`{}`, which is not a readable file", file.display()),
+                        "the path of an existing PEM file",
+                        format!("correct {path} (relative paths start at the working directory)"),
+                    ));
+                }
+            }
+        }
+        for (name, _) in s.url.params() {
+            if is_tls_url_param(name) {
+                problems.push(Problem::new(
+                    "source.url",
+                    format!("the TLS parameter `{name}` in the URL"),
+                    "TLS settings in source.ssl_mode, source.ssl_ca, source.ssl_cert and \
+                     source.ssl_key",
+                    format!(
+                        "remove `{name}` from source.url and set source.ssl_mode (one of {modes}) \
+                         and the other source.ssl_* settings instead"
+                    ),
+                ));
+            }
         }
     }
 

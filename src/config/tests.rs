@@ -738,7 +738,7 @@ fn secret_config() -> Config {
         &MINIMAL
             .replace(
                 "mysql://sluice:sluice@127.0.0.1:3306",
-                &format!("mysql://sluice:{PASSWORD}@127.0.0.1:3306/shop?ssl-mode=REQUIRED"),
+                &format!("mysql://sluice:{PASSWORD}@127.0.0.1:3306/shop?charset=utf8mb4"),
             )
             .replace(
                 "bootstrap_servers = \"127.0.0.1:9092\"",
@@ -768,7 +768,7 @@ fn secrets_are_redacted_in_debug_display_and_json() {
     let display = c.source.url.to_string();
     assert_eq!(
         display,
-        "mysql://sluice:***@127.0.0.1:3306/shop?ssl-mode=REQUIRED"
+        "mysql://sluice:***@127.0.0.1:3306/shop?charset=utf8mb4"
     );
     assert!(!format!("{:?}", c.source.url).contains(PASSWORD));
 
@@ -777,7 +777,7 @@ fn secrets_are_redacted_in_debug_display_and_json() {
     assert!(!text.contains(PASSWORD), "{text}");
     assert_eq!(
         json["source"]["url"],
-        "mysql://sluice:***@127.0.0.1:3306/shop?ssl-mode=REQUIRED"
+        "mysql://sluice:***@127.0.0.1:3306/shop?charset=utf8mb4"
     );
     assert_eq!(json["kafka"]["properties"]["sasl.password"], "***");
     assert_eq!(json["kafka"]["properties"]["sasl.username"], "kuser");
@@ -1005,4 +1005,140 @@ proptest! {
         let other = format!("{prefix}{db}");
         prop_assert!(!r.table_included(&other, "t"));
     }
+}
+
+// ---------------------------------------------------------------- TLS to the source
+
+/// A temporary file to point `ssl_*` settings at (validation checks they exist).
+fn temp_pem() -> tempfile::NamedTempFile {
+    let f = tempfile::NamedTempFile::new().unwrap();
+    std::fs::write(f.path(), "-----BEGIN CERTIFICATE-----\n").unwrap();
+    f
+}
+
+fn toml_path(f: &tempfile::NamedTempFile) -> String {
+    f.path().display().to_string().replace('\\', "\\\\")
+}
+
+#[test]
+fn ssl_mode_defaults_to_preferred_and_parses_each_mode() {
+    let c = parse(MINIMAL).unwrap();
+    assert_eq!(c.source.ssl_mode, SslMode::Preferred);
+    assert_eq!(c.source.ssl_ca(), None);
+    assert_eq!((c.source.ssl_cert(), c.source.ssl_key()), (None, None));
+    let ca = temp_pem();
+    for mode in SslMode::ALL {
+        let ca_line = if mode.verifies() {
+            format!("ssl_ca = \"{}\"", toml_path(&ca))
+        } else {
+            String::new()
+        };
+        let c = parse(&with_source(&format!("ssl_mode = \"{mode}\"\n{ca_line}"))).unwrap();
+        assert_eq!(c.source.ssl_mode, mode);
+        assert_eq!(c.source.ssl_ca().is_some(), mode.verifies());
+        assert_eq!(
+            serde_json::to_value(mode).unwrap(),
+            serde_json::json!(mode.as_str())
+        );
+    }
+}
+
+#[test]
+fn unknown_ssl_mode_lists_the_modes() {
+    let e = err(&with_source("ssl_mode = \"VERIFY_CA\""));
+    assert!(e.contains("ssl_mode") && e.contains("VERIFY_CA"), "{e}");
+    for mode in SslMode::ALL {
+        assert!(e.contains(mode.as_str()), "{e}");
+    }
+}
+
+#[test]
+fn verify_modes_need_ssl_ca() {
+    for mode in ["verify_ca", "verify_identity"] {
+        let text = with_source(&format!("ssl_mode = \"{mode}\""));
+        let p = assert_problem(&text, "source.ssl_ca");
+        assert!(p.found.contains(mode), "{p}");
+        assert!(p.fix.contains("source.ssl_ca") && p.fix.contains("SLUICE_SOURCE_SSL_CA"));
+        assert!(
+            p.fix.contains("\"required\"") && p.fix.contains("\"disabled\""),
+            "{p}"
+        );
+        assert!(err(&text).contains("source.ssl_ca"));
+    }
+}
+
+#[test]
+fn ssl_ca_without_a_verify_mode_is_refused() {
+    let ca = temp_pem();
+    for mode in ["disabled", "preferred", "required"] {
+        let text = with_source(&format!(
+            "ssl_mode = \"{mode}\"\nssl_ca = \"{}\"",
+            toml_path(&ca)
+        ));
+        let p = assert_problem(&text, "source.ssl_ca");
+        assert!(p.fix.contains("verify_ca"), "{p}");
+    }
+}
+
+#[test]
+fn ssl_files_must_exist_and_cert_needs_key() {
+    let p = assert_problem(
+        &with_source("ssl_mode = \"verify_ca\"\nssl_ca = \"/nonexistent/ca.pem\""),
+        "source.ssl_ca",
+    );
+    assert!(p.found.contains("/nonexistent/ca.pem"), "{p}");
+    let cert = temp_pem();
+    assert_problem(
+        &with_source(&format!(
+            "ssl_mode = \"required\"\nssl_cert = \"{}\"",
+            toml_path(&cert)
+        )),
+        "source.ssl_key",
+    );
+    assert_problem(
+        &with_source(&format!(
+            "ssl_mode = \"disabled\"\nssl_cert = \"{0}\"\nssl_key = \"{0}\"",
+            toml_path(&cert)
+        )),
+        "source.ssl_cert",
+    );
+    let c = parse(&with_source(&format!(
+        "ssl_mode = \"required\"\nssl_cert = \"{0}\"\nssl_key = \"{0}\"",
+        toml_path(&cert)
+    )))
+    .unwrap();
+    assert_eq!(c.source.ssl_cert(), Some(cert.path()));
+}
+
+#[test]
+fn tls_parameters_in_the_url_are_refused() {
+    for param in [
+        "ssl-mode=REQUIRED",
+        "require_ssl=true",
+        "sslmode=verify-full",
+    ] {
+        let text = MINIMAL.replace("127.0.0.1:3306\"", &format!("127.0.0.1:3306?{param}\""));
+        let p = assert_problem(&text, "source.url");
+        assert!(p.fix.contains("source.ssl_mode"), "{p}");
+    }
+    parse(&MINIMAL.replace("127.0.0.1:3306\"", "127.0.0.1:3306?charset=utf8mb4\"")).unwrap();
+}
+
+#[test]
+fn ssl_settings_from_the_environment() {
+    let ca = temp_pem();
+    let ca_path = ca.path().display().to_string();
+    let c = Config::from_str_with_env(
+        MINIMAL,
+        env(&[
+            ("SLUICE_SOURCE_SSL_MODE", "verify_identity"),
+            ("SLUICE_SOURCE_SSL_CA", &ca_path),
+        ]),
+    )
+    .unwrap();
+    assert_eq!(c.source.ssl_mode, SslMode::VerifyIdentity);
+    assert_eq!(c.source.ssl_ca(), Some(ca.path()));
+    let e = Config::from_str_with_env(MINIMAL, env(&[("SLUICE_SOURCE_SSL_MODE", "verify_ca")]))
+        .unwrap_err();
+    assert!(e.to_string().contains("source.ssl_ca"), "{e}");
 }

@@ -5,6 +5,7 @@
 use mysql_async::prelude::*;
 use mysql_async::Conn;
 
+use crate::config::SslMode;
 use crate::position::SourcePosition;
 use crate::source::server::{self, Flavor, ServerInfo};
 
@@ -102,8 +103,37 @@ pub async fn check_source(
         Flavor::MySql if info.gtid_mode => items.push(CheckItem::ok("GTID mode", "gtid_mode=ON")),
         Flavor::MySql => items.push(CheckItem::ok(
             "GTID mode",
-            "gtid_mode=OFF: sluice resumes by binlog file and position",
+            format!(
+                "gtid_mode={}: sluice resumes by binlog file and position (works, but a \
+                 position does not survive a failover to another server; SET PERSIST \
+                 gtid_mode=ON, stepping through OFF_PERMISSIVE and ON_PERMISSIVE with \
+                 enforce_gtid_consistency=ON, for GTID resume)",
+                if info.gtid_mode_value.is_empty() {
+                    "OFF"
+                } else {
+                    &info.gtid_mode_value
+                }
+            ),
         )),
+    }
+    if info.flavor == Flavor::MySql {
+        let options = if info.binlog_row_value_options.is_empty() {
+            "binlog_row_value_options='' (full JSON values)".to_string()
+        } else {
+            format!(
+                "binlog_row_value_options={} (JSON updates are logged as partial updates)",
+                info.binlog_row_value_options
+            )
+        };
+        items.push(CheckItem::ok("binlog_row_value_options", options));
+        items.push(CheckItem::ok(
+            "binlog_transaction_compression",
+            if info.binlog_transaction_compression {
+                "binlog_transaction_compression=ON (zstd transaction payloads, decoded)"
+            } else {
+                "binlog_transaction_compression=OFF"
+            },
+        ));
     }
     if info.server_id == our_server_id {
         items.push(CheckItem::problem(
@@ -149,11 +179,35 @@ pub async fn check_source(
     items
 }
 
+/// Whether the connection is encrypted, under which `source.ssl_mode`.
+pub async fn check_tls(conn: &mut Conn, mode: SslMode) -> CheckItem {
+    let name = "TLS";
+    match server::tls_status(conn).await {
+        Ok(Some(tls)) => CheckItem::ok(name, format!("{tls} (ssl_mode={mode})")),
+        Ok(None) if mode == SslMode::Disabled => {
+            CheckItem::ok(name, "plaintext (ssl_mode=disabled)")
+        }
+        Ok(None) => CheckItem::ok(
+            name,
+            format!(
+                "plaintext: the source does not offer TLS (ssl_mode={mode}); set \
+                 source.ssl_mode = \"required\" or stricter to insist on it"
+            ),
+        ),
+        Err(e) => CheckItem::problem(name, "unknown", e.to_string()),
+    }
+}
+
 /// Another replica (a real server: it announces a port) registered with sluice's server id
 /// would have its replication stream cut off, and sluice's with it. Needs a privilege sluice
 /// usually lacks (`REPLICATION MASTER ADMIN` / `REPLICATION SLAVE`); skipped quietly then.
 async fn check_replica_ids(conn: &mut Conn, our_server_id: u32) -> Option<CheckItem> {
-    let rows: Vec<mysql_async::Row> = conn.query("SHOW SLAVE HOSTS").await.ok()?;
+    // SHOW REPLICAS (MySQL 8.0.22+; the only spelling in MySQL 9) and SHOW SLAVE HOSTS
+    // (older MySQL, MariaDB) have the same first columns: server id, host, port.
+    let rows: Vec<mysql_async::Row> = match conn.query("SHOW REPLICAS").await {
+        Ok(rows) => rows,
+        Err(_) => conn.query("SHOW SLAVE HOSTS").await.ok()?,
+    };
     let clash = rows.iter().find(|r| {
         let id: Option<u32> = r.get(0);
         let port: Option<u32> = r.get(2);

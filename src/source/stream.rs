@@ -23,7 +23,6 @@ use mysql_common::packets::Sid;
 use tokio::sync::{mpsc, watch};
 
 use crate::config::route::Router;
-use crate::config::secret::SourceUrl;
 use crate::error::{mysql_error, Error, Result};
 use crate::pipeline::{Change, Checkpoint, TableCtx, TxnMeta};
 use crate::position::{FilePos, GtidList, GtidSet, SourcePosition, StartSpec, Uuid16};
@@ -35,14 +34,12 @@ use crate::source::server::{self, Flavor, ServerInfo};
 /// Settings of the source stage.
 #[derive(Clone)]
 pub struct SourceSettings {
-    /// Where the server is.
-    pub url: SourceUrl,
+    /// Where the server is and how to connect (TLS, timeout).
+    pub connect: server::ConnectOptions,
     /// The replica server id sluice registers with.
     pub server_id: u32,
     /// Heartbeat period asked of the server; silence for 3 periods is a dead connection.
     pub heartbeat: Duration,
-    /// Connect timeout.
-    pub connect_timeout: Duration,
     /// Table filter and routes.
     pub router: Arc<Router>,
 }
@@ -1062,7 +1059,7 @@ async fn replay_xa(
     tx: &mpsc::Sender<Change>,
 ) -> Result<bool> {
     tracing::info!(xid = %r.xid, from = %r.from, "XA COMMIT: reading the prepared transaction again");
-    let mut conn = server::connect(&settings.url, settings.connect_timeout).await?;
+    let mut conn = server::connect(&settings.connect).await?;
     if info.flavor == Flavor::MariaDb {
         conn.query_drop("SET @mariadb_slave_capability = 4")
             .await
