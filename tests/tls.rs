@@ -13,16 +13,6 @@ use std::time::Duration;
 
 use support::*;
 
-/// The servers under test: (flavour name, port).
-const SERVERS: &[(&str, u16)] = &[("mariadb", 3306), ("mysql", 3307)];
-
-fn servers() -> Vec<Flavor> {
-    SERVERS
-        .iter()
-        .map(|&(name, port)| Flavor { name, port })
-        .collect()
-}
-
 /// The test CA of `scripts/services`.
 fn test_ca() -> PathBuf {
     let dir = std::env::var_os("SLUICE_TEST_TLS_DIR")
@@ -111,59 +101,49 @@ fn other_loopback_name() -> Option<String> {
         .then_some(name)
 }
 
-#[test]
-fn required_encrypts_for_a_require_ssl_user() {
-    for flavor in servers() {
-        let p = Pipeline::new(flavor, "tlsreq", "");
-        configure(&p, "sluice_tls", "127.0.0.1", &tls_lines("required", None));
-        assert_check_tls(&p, "required");
-    }
+async fn required_encrypts_for_a_require_ssl_user(flavor: Flavor) {
+    let p = Pipeline::new(flavor, "tlsreq", "");
+    configure(&p, "sluice_tls", "127.0.0.1", &tls_lines("required", None));
+    assert_check_tls(&p, "required");
 }
 
-#[test]
-fn preferred_is_the_default_and_encrypts() {
-    for flavor in servers() {
-        let p = Pipeline::new(flavor, "tlspref", "");
-        configure(&p, "sluice_tls", "127.0.0.1", "");
-        assert_check_tls(&p, "preferred");
-    }
+async fn preferred_is_the_default_and_encrypts(flavor: Flavor) {
+    let p = Pipeline::new(flavor, "tlspref", "");
+    configure(&p, "sluice_tls", "127.0.0.1", "");
+    assert_check_tls(&p, "preferred");
 }
 
-#[test]
-fn verify_ca_and_verify_identity_with_the_test_ca() {
+async fn verify_ca_and_verify_identity_with_the_test_ca(flavor: Flavor) {
     let ca = test_ca();
-    for flavor in servers() {
-        for mode in ["verify_ca", "verify_identity"] {
-            for host in ["127.0.0.1", "localhost"] {
-                let p = Pipeline::new(flavor, "tlsverify", "");
-                configure(&p, "sluice_tls", host, &tls_lines(mode, Some(&ca)));
-                assert_check_tls(&p, mode);
-            }
+    for mode in ["verify_ca", "verify_identity"] {
+        for host in ["127.0.0.1", "localhost"] {
+            let p = Pipeline::new(flavor, "tlsverify", "");
+            configure(&p, "sluice_tls", host, &tls_lines(mode, Some(&ca)));
+            assert_check_tls(&p, mode);
         }
-        // A host name the certificate does not list: verify_ca accepts it, verify_identity not.
-        if let Some(host) = other_loopback_name() {
-            let p = Pipeline::new(flavor, "tlsname", "");
-            configure(&p, "sluice_tls", &host, &tls_lines("verify_ca", Some(&ca)));
-            assert_check_tls(&p, "verify_ca");
-            let p = Pipeline::new(flavor, "tlsname", "");
-            configure(
-                &p,
-                "sluice_tls",
-                &host,
-                &tls_lines("verify_identity", Some(&ca)),
-            );
-            assert_check_fails(
-                &p,
-                &["TLS with the source", "verify_identity", "source.ssl_ca"],
-            );
-        } else {
-            eprintln!("no other name of this machine resolves to 127.0.0.1: host check skipped");
-        }
+    }
+    // A host name the certificate does not list: verify_ca accepts it, verify_identity not.
+    if let Some(host) = other_loopback_name() {
+        let p = Pipeline::new(flavor, "tlsname", "");
+        configure(&p, "sluice_tls", &host, &tls_lines("verify_ca", Some(&ca)));
+        assert_check_tls(&p, "verify_ca");
+        let p = Pipeline::new(flavor, "tlsname", "");
+        configure(
+            &p,
+            "sluice_tls",
+            &host,
+            &tls_lines("verify_identity", Some(&ca)),
+        );
+        assert_check_fails(
+            &p,
+            &["TLS with the source", "verify_identity", "source.ssl_ca"],
+        );
+    } else {
+        eprintln!("no other name of this machine resolves to 127.0.0.1: host check skipped");
     }
 }
 
-#[test]
-fn verify_ca_with_another_ca_is_a_definite_error() {
+async fn verify_ca_with_another_ca_is_a_definite_error(flavor: Flavor) {
     let dir = tempfile::tempdir().expect("tempdir");
     let ca = dir.path().join("other-ca.pem");
     let status = Command::new("openssl")
@@ -178,53 +158,48 @@ fn verify_ca_with_another_ca_is_a_definite_error() {
         .output()
         .expect("run openssl");
     assert!(status.status.success(), "openssl: {status:?}");
-    for flavor in servers() {
-        for mode in ["verify_ca", "verify_identity"] {
-            let p = Pipeline::new(flavor, "tlswrongca", "");
-            configure(&p, "sluice_tls", "127.0.0.1", &tls_lines(mode, Some(&ca)));
-            let out = assert_check_fails(
-                &p,
-                &[
-                    "TLS with the source",
-                    &format!("`source.ssl_mode` = \"{mode}\""),
-                    "source.ssl_ca",
-                    "certificate verify failed",
-                ],
-            );
-            let (code, run_out) = p.command(&["run"]);
-            assert_eq!(code, 1, "[{}] run:\n{run_out}", flavor.name);
-            assert!(run_out.contains("TLS with the source"), "{run_out}");
-            assert!(!out.contains("sluice:sluice"), "password leaked:\n{out}");
-            assert_nothing_written(&p);
-        }
+    for mode in ["verify_ca", "verify_identity"] {
+        let p = Pipeline::new(flavor, "tlswrongca", "");
+        configure(&p, "sluice_tls", "127.0.0.1", &tls_lines(mode, Some(&ca)));
+        let out = assert_check_fails(
+            &p,
+            &[
+                "TLS with the source",
+                &format!("`source.ssl_mode` = \"{mode}\""),
+                "source.ssl_ca",
+                "certificate verify failed",
+            ],
+        );
+        let (code, run_out) = p.command(&["run"]);
+        assert_eq!(code, 1, "[{}] run:\n{run_out}", flavor.name);
+        assert!(run_out.contains("TLS with the source"), "{run_out}");
+        assert!(!out.contains("sluice:sluice"), "password leaked:\n{out}");
+        assert_nothing_written(&p);
     }
 }
 
-#[test]
-fn a_require_ssl_user_without_tls_is_refused_clearly() {
-    for flavor in servers() {
-        let p = Pipeline::new(flavor, "tlsoff", "");
-        configure(&p, "sluice_tls", "127.0.0.1", &tls_lines("disabled", None));
-        assert_check_fails(
-            &p,
-            &[
-                "refused user `sluice_tls`",
-                "not encrypted",
-                "REQUIRE SSL",
-                "source.ssl_mode",
-            ],
-        );
-    }
+async fn a_require_ssl_user_without_tls_is_refused_clearly(flavor: Flavor) {
+    let p = Pipeline::new(flavor, "tlsoff", "");
+    configure(&p, "sluice_tls", "127.0.0.1", &tls_lines("disabled", None));
+    assert_check_fails(
+        &p,
+        &[
+            "refused user `sluice_tls`",
+            "not encrypted",
+            "REQUIRE SSL",
+            "source.ssl_mode",
+        ],
+    );
 }
 
 /// MySQL's `caching_sha2_password` over plaintext: with an empty cache the server asks for
 /// the full password, which sluice sends RSA-encrypted with the server's public key.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn caching_sha2_password_over_plaintext_and_tls() {
-    let flavor = Flavor {
-        name: "mysql",
-        port: 3307,
-    };
+    let flavor = MYSQL;
+    if !flavor.enabled() {
+        return;
+    }
     for mode in ["disabled", "required", "disabled"] {
         // Empties the authentication cache: the next login takes the full (RSA) path.
         let mut c = root(flavor.port).await;
@@ -244,56 +219,62 @@ async fn caching_sha2_password_over_plaintext_and_tls() {
 }
 
 /// The binlog connection uses TLS too: a pipeline with `verify_identity` streams rows.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_pipeline_streams_over_verified_tls() {
+async fn a_pipeline_streams_over_verified_tls(flavor: Flavor) {
     let ca = test_ca();
-    for flavor in servers() {
-        let p = Pipeline::new(flavor, "tlsrun", "");
-        configure(
-            &p,
-            "sluice_tls",
-            "127.0.0.1",
-            &tls_lines("verify_identity", Some(&ca)),
-        );
-        let mut c = root(flavor.port).await;
-        let db = &p.db;
-        exec(
-            &mut c,
-            &[
-                &format!("CREATE DATABASE {db}"),
-                &format!("CREATE TABLE {db}.t (id INT PRIMARY KEY, v VARCHAR(20))"),
-            ],
-        )
-        .await;
-        let mut child = p.spawn();
-        p.wait_started(Duration::from_secs(60));
-        exec(
-            &mut c,
-            &[&format!("INSERT INTO {db}.t VALUES (1, 'over tls')")],
-        )
-        .await;
-        let recs = consume(
-            &[p.topic("t")],
-            "read_committed",
-            1,
-            Duration::from_secs(1),
-            Duration::from_secs(60),
-        );
-        terminate(&mut child);
-        let log = p.log();
-        assert_eq!(
-            recs.len(),
-            1,
-            "[{}] records {recs:?}; log:\n{log}",
-            flavor.name
-        );
-        let after = &recs[0].value.as_ref().expect("value")["after"];
-        assert_eq!(after["v"], "over tls", "[{}]", flavor.name);
-        assert!(
-            log.contains("connected to the source over TLS"),
-            "[{}] log:\n{log}",
-            flavor.name
-        );
-        exec(&mut c, &[&format!("DROP DATABASE {db}")]).await;
-    }
+    let p = Pipeline::new(flavor, "tlsrun", "");
+    configure(
+        &p,
+        "sluice_tls",
+        "127.0.0.1",
+        &tls_lines("verify_identity", Some(&ca)),
+    );
+    let mut c = root(flavor.port).await;
+    let db = &p.db;
+    exec(
+        &mut c,
+        &[
+            &format!("CREATE DATABASE {db}"),
+            &format!("CREATE TABLE {db}.t (id INT PRIMARY KEY, v VARCHAR(20))"),
+        ],
+    )
+    .await;
+    let mut child = p.spawn();
+    p.wait_started(Duration::from_secs(60));
+    exec(
+        &mut c,
+        &[&format!("INSERT INTO {db}.t VALUES (1, 'over tls')")],
+    )
+    .await;
+    let recs = consume(
+        &[p.topic("t")],
+        "read_committed",
+        1,
+        Duration::from_secs(1),
+        Duration::from_secs(60),
+    );
+    terminate(&mut child);
+    let log = p.log();
+    assert_eq!(
+        recs.len(),
+        1,
+        "[{}] records {recs:?}; log:\n{log}",
+        flavor.name
+    );
+    let after = &recs[0].value.as_ref().expect("value")["after"];
+    assert_eq!(after["v"], "over tls", "[{}]", flavor.name);
+    assert!(
+        log.contains("connected to the source over TLS"),
+        "[{}] log:\n{log}",
+        flavor.name
+    );
+    exec(&mut c, &[&format!("DROP DATABASE {db}")]).await;
 }
+
+per_flavor!(
+    verify_ca_with_another_ca_is_a_definite_error,
+    required_encrypts_for_a_require_ssl_user,
+    preferred_is_the_default_and_encrypts,
+    verify_ca_and_verify_identity_with_the_test_ca,
+    a_require_ssl_user_without_tls_is_refused_clearly,
+    a_pipeline_streams_over_verified_tls,
+);
