@@ -228,6 +228,226 @@ pub fn maria_uncompress(data: &[u8]) -> Result<Vec<u8>, EventError> {
     Ok(out)
 }
 
+/// A decoded GTID_TAGGED_LOG_EVENT (MySQL 8.3+). Only the fields sluice uses are kept; the
+/// others are still decoded so that a malformed body is an error, not a guess.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TaggedGtid {
+    /// `gtid_flags`.
+    pub flags: u8,
+    /// The source UUID.
+    pub uuid: [u8; 16],
+    /// The tag; `None` when the event carries an empty tag.
+    pub tag: Option<String>,
+    /// The transaction number.
+    pub gno: u64,
+    /// The full transaction length in bytes (GTID event included), 0 when absent.
+    pub transaction_length: u64,
+}
+
+/// Field ids of the tagged GTID event, in the order MySQL defines them
+/// (`Gtid_event::define_fields`): every field is optional on the wire and ids ascend.
+mod tagged_field {
+    pub const FLAGS: u64 = 0;
+    pub const UUID: u64 = 1;
+    pub const GNO: u64 = 2;
+    pub const TAG: u64 = 3;
+    pub const LAST_COMMITTED: u64 = 4;
+    pub const SEQUENCE_NUMBER: u64 = 5;
+    pub const IMMEDIATE_COMMIT_TS: u64 = 6;
+    pub const ORIGINAL_COMMIT_TS: u64 = 7;
+    pub const TRANSACTION_LENGTH: u64 = 8;
+    pub const IMMEDIATE_SERVER_VERSION: u64 = 9;
+    pub const ORIGINAL_SERVER_VERSION: u64 = 10;
+    pub const COMMIT_GROUP_TICKET: u64 = 11;
+    /// The highest id this decoder knows.
+    pub const LAST_KNOWN: u64 = COMMIT_GROUP_TICKET;
+}
+
+/// The serialization format version MySQL writes before a message (`serialization_format_version`).
+const SERIALIZATION_FORMAT_VERSION: u64 = 1;
+
+/// Longest GTID tag (`mysql::gtid::tag_max_length`).
+const TAG_MAX_LEN: u64 = 32;
+
+/// A reader of MySQL's serialization-library binary archive (`mysql/serialization`):
+/// variable-length integers and length-prefixed strings, every read bounds-checked against
+/// `end`.
+struct SerReader<'a> {
+    buf: &'a [u8],
+    pos: usize,
+    end: usize,
+}
+
+impl<'a> SerReader<'a> {
+    /// An unsigned variable-length integer: the number of trailing one bits of the first byte
+    /// plus one is the total byte count (1..=9); the value follows those bits, little-endian.
+    fn uint(&mut self, what: &str) -> Result<u64, EventError> {
+        let short = || err("GTID_TAGGED", format!("truncated {what}"));
+        let first = *self.buf[..self.end].get(self.pos).ok_or_else(short)?;
+        let n = first.trailing_ones() as usize + 1;
+        let rest = self.buf[..self.end]
+            .get(self.pos + 1..self.pos + n)
+            .ok_or_else(short)?;
+        let mut tail = [0u8; 8];
+        tail[..n - 1].copy_from_slice(rest);
+        let tail = u64::from_le_bytes(tail);
+        // Up to 7 bytes, the bits after the length marker of the first byte carry the low
+        // bits; with 8 the first byte is all marker, with 9 the next 8 bytes are the value.
+        let value = if n <= 7 {
+            u64::from(first >> n) | (tail << (8 - n))
+        } else {
+            tail
+        };
+        self.pos += n;
+        Ok(value)
+    }
+
+    /// A signed variable-length integer (zig-zag: the lowest bit is the sign).
+    fn int(&mut self, what: &str) -> Result<i64, EventError> {
+        let u = self.uint(what)?;
+        Ok(((u >> 1) as i64) ^ -((u & 1) as i64))
+    }
+
+    fn uint_max(&mut self, what: &str, max: u64) -> Result<u64, EventError> {
+        let v = self.uint(what)?;
+        if v > max {
+            return Err(err("GTID_TAGGED", format!("{what} {v} is out of range")));
+        }
+        Ok(v)
+    }
+
+    fn bytes(&mut self, n: usize, what: &str) -> Result<&'a [u8], EventError> {
+        let b = self.buf[..self.end]
+            .get(self.pos..self.pos + n)
+            .ok_or_else(|| err("GTID_TAGGED", format!("truncated {what}")))?;
+        self.pos += n;
+        Ok(b)
+    }
+
+    /// The next field id, without consuming it.
+    fn peek_id(&mut self) -> Result<Option<u64>, EventError> {
+        if self.pos >= self.end {
+            return Ok(None);
+        }
+        let save = self.pos;
+        let id = self.uint("field id")?;
+        self.pos = save;
+        Ok(Some(id))
+    }
+}
+
+/// Parses a GTID_TAGGED_LOG_EVENT body (MySQL 8.3+). The body is one message of MySQL's
+/// serialization library: `format version (varlen, = 1)`, `message size (varlen, counted from
+/// the version byte)`, `last non-ignorable field id + 1 (varlen)`, then `field id (varlen),
+/// value` for each field present, ids ascending. Integers are variable-length (signed ones
+/// zig-zag), the UUID is 16 variable-length bytes, the tag a length-prefixed string. Unknown
+/// fields after the known ones are skipped by the message size when the writer marked them
+/// ignorable; otherwise the event is rejected.
+pub fn parse_gtid_tagged(body: &[u8]) -> Result<TaggedGtid, EventError> {
+    use tagged_field as f;
+    let mut r = SerReader {
+        buf: body,
+        pos: 0,
+        end: body.len(),
+    };
+    let version = r.uint("format version")?;
+    if version != SERIALIZATION_FORMAT_VERSION {
+        return Err(err(
+            "GTID_TAGGED",
+            format!("unknown serialization format version {version}"),
+        ));
+    }
+    let size = r.uint("message size")?;
+    let size = usize::try_from(size)
+        .ok()
+        .filter(|s| *s <= body.len() && *s >= r.pos)
+        .ok_or_else(|| {
+            err(
+                "GTID_TAGGED",
+                format!(
+                    "message size {size} does not fit the {}-byte body",
+                    body.len()
+                ),
+            )
+        })?;
+    r.end = size;
+    let last_non_ignorable = r.uint("last non-ignorable field id")?;
+    if last_non_ignorable > f::LAST_KNOWN + 1 {
+        return Err(err(
+            "GTID_TAGGED",
+            format!(
+                "the event has non-ignorable fields up to id {} that this reader does not \
+                 know (it knows up to {})",
+                last_non_ignorable - 1,
+                f::LAST_KNOWN
+            ),
+        ));
+    }
+    let mut out = TaggedGtid {
+        flags: 0,
+        uuid: [0; 16],
+        tag: None,
+        gno: 0,
+        transaction_length: 0,
+    };
+    let (mut have_uuid, mut have_gno) = (false, false);
+    for id in 0..=f::LAST_KNOWN {
+        if r.peek_id()? != Some(id) {
+            continue;
+        }
+        r.uint("field id")?;
+        match id {
+            f::FLAGS => out.flags = r.uint_max("gtid_flags", u64::from(u8::MAX))? as u8,
+            f::UUID => {
+                for b in out.uuid.iter_mut() {
+                    *b = r.uint_max("uuid byte", u64::from(u8::MAX))? as u8;
+                }
+                have_uuid = true;
+            }
+            f::GNO => {
+                let gno = r.int("gno")?;
+                out.gno = u64::try_from(gno)
+                    .ok()
+                    .filter(|g| *g >= 1)
+                    .ok_or_else(|| err("GTID_TAGGED", format!("gno {gno} is out of range")))?;
+                have_gno = true;
+            }
+            f::TAG => {
+                let len = r.uint_max("tag length", TAG_MAX_LEN)? as usize;
+                let raw = r.bytes(len, "tag")?;
+                let tag =
+                    std::str::from_utf8(raw).map_err(|_| err("GTID_TAGGED", "tag is not UTF-8"))?;
+                out.tag = (!tag.is_empty()).then(|| tag.to_string());
+            }
+            f::LAST_COMMITTED | f::SEQUENCE_NUMBER => {
+                r.int("logical timestamp")?;
+            }
+            f::IMMEDIATE_COMMIT_TS | f::ORIGINAL_COMMIT_TS | f::COMMIT_GROUP_TICKET => {
+                r.uint("commit timestamp")?;
+            }
+            f::TRANSACTION_LENGTH => out.transaction_length = r.uint("transaction length")?,
+            f::IMMEDIATE_SERVER_VERSION | f::ORIGINAL_SERVER_VERSION => {
+                r.uint_max("server version", u64::from(u32::MAX))?;
+            }
+            _ => {}
+        }
+    }
+    // What is left are fields newer than this reader, which the writer marked ignorable
+    // (checked above); a known id here would mean fields out of order.
+    if let Some(id) = r.peek_id()? {
+        if id <= f::LAST_KNOWN {
+            return Err(err(
+                "GTID_TAGGED",
+                format!("field id {id} out of order at byte {}", r.pos),
+            ));
+        }
+    }
+    if !have_uuid || !have_gno {
+        return Err(err("GTID_TAGGED", "the uuid or gno field is missing"));
+    }
+    Ok(out)
+}
+
 /// What a QUERY event means for transaction boundaries.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum QueryKind {
@@ -376,7 +596,115 @@ pub fn strip_fake_rotate_crc<'a>(header: &[u8; 19], body: &'a [u8]) -> &'a [u8] 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::source::fixtures::{tagged_gtid_body, varlen, zigzag};
     use std::io::Write;
+
+    #[test]
+    fn varlen_matches_the_documented_examples() {
+        // readme.md: 65535 is "00000111 11111111 11111011" (big-endian display).
+        let mut b = Vec::new();
+        varlen(&mut b, 65535);
+        assert_eq!(b, [0xfb, 0xff, 0x07]);
+        let mut r = SerReader {
+            buf: &b,
+            pos: 0,
+            end: b.len(),
+        };
+        assert_eq!(r.uint("x").unwrap(), 65535);
+        // Signed: 65535 → "00001111 11111111 11110011", -65535 → "... 11101011".
+        for (v, want) in [(65535i64, [0xf3, 0xff, 0x0f]), (-65535, [0xeb, 0xff, 0x0f])] {
+            let mut b = Vec::new();
+            varlen(&mut b, zigzag(v));
+            assert_eq!(b, want);
+            let mut r = SerReader {
+                buf: &b,
+                pos: 0,
+                end: b.len(),
+            };
+            assert_eq!(r.int("x").unwrap(), v);
+        }
+        for v in [
+            0u64,
+            1,
+            127,
+            128,
+            1 << 20,
+            1 << 55,
+            (1 << 56) - 1,
+            1 << 56,
+            u64::MAX,
+        ] {
+            let mut b = Vec::new();
+            varlen(&mut b, v);
+            let mut r = SerReader {
+                buf: &b,
+                pos: 0,
+                end: b.len(),
+            };
+            assert_eq!(r.uint("x").unwrap(), v, "{v}");
+            assert_eq!(r.pos, b.len(), "{v}");
+            // Every strict prefix is a truncation error.
+            for cut in 0..b.len() {
+                let mut r = SerReader {
+                    buf: &b[..cut],
+                    pos: 0,
+                    end: cut,
+                };
+                assert!(r.uint("x").is_err());
+            }
+        }
+    }
+
+    const UUID: [u8; 16] = [
+        0x3e, 0x11, 0xfa, 0x47, 0x71, 0xca, 0x11, 0xe1, 0x9e, 0x33, 0xc8, 0x0a, 0xa9, 0x42, 0x95,
+        0x62,
+    ];
+
+    #[test]
+    fn tagged_gtid_body_decodes() {
+        let body = tagged_gtid_body(UUID, "mytag", 42, &[]);
+        let g = parse_gtid_tagged(&body).unwrap();
+        assert_eq!(g.uuid, UUID);
+        assert_eq!(g.tag.as_deref(), Some("mytag"));
+        assert_eq!(g.gno, 42);
+        assert_eq!(g.transaction_length, 312);
+        // Trailing bytes after the message are ignored, as MySQL does.
+        let mut longer = body.clone();
+        longer.extend([0, 0]);
+        assert_eq!(parse_gtid_tagged(&longer).unwrap(), g);
+        // Every truncation is an error, never a partial GTID.
+        for cut in 0..body.len() {
+            assert!(parse_gtid_tagged(&body[..cut]).is_err(), "cut {cut}");
+        }
+    }
+
+    #[test]
+    fn tagged_gtid_rejects_what_it_cannot_read() {
+        // Unknown format version.
+        let mut body = tagged_gtid_body(UUID, "t", 1, &[]);
+        body[0] = 0x04;
+        assert!(parse_gtid_tagged(&body).is_err());
+        // gno 0 / negative.
+        assert!(parse_gtid_tagged(&tagged_gtid_body(UUID, "t", 0, &[])).is_err());
+        assert!(parse_gtid_tagged(&tagged_gtid_body(UUID, "t", -3, &[])).is_err());
+        // A tag longer than 32 bytes.
+        assert!(parse_gtid_tagged(&tagged_gtid_body(UUID, &"a".repeat(33), 1, &[])).is_err());
+        // A newer ignorable field (id 12, one varlen value) is skipped ...
+        let mut extra = Vec::new();
+        varlen(&mut extra, 12);
+        varlen(&mut extra, 5);
+        let g = parse_gtid_tagged(&tagged_gtid_body(UUID, "t", 9, &extra)).unwrap();
+        assert_eq!(g.gno, 9);
+        // ... but not when the writer says it is non-ignorable (lnif = 13).
+        let mut body = tagged_gtid_body(UUID, "t", 9, &extra);
+        body[2] = 0x1a; // varlen(13)
+        assert!(parse_gtid_tagged(&body).is_err());
+        // A known field id after the known fields means fields out of order.
+        let mut dup = Vec::new();
+        varlen(&mut dup, 2);
+        varlen(&mut dup, zigzag(5));
+        assert!(parse_gtid_tagged(&tagged_gtid_body(UUID, "t", 9, &dup)).is_err());
+    }
 
     #[test]
     fn maria_gtid_body() {

@@ -2,6 +2,9 @@
 //! streaming stage that assembles whole source transactions.
 
 pub mod events;
+#[cfg(test)]
+pub mod fixtures;
+pub mod payload;
 pub mod preflight;
 pub mod rows;
 pub mod server;
