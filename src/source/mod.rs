@@ -2,6 +2,7 @@
 //! streaming stage that assembles whole source transactions.
 
 pub mod events;
+mod json_diff;
 pub mod preflight;
 pub mod rows;
 pub mod server;

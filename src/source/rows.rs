@@ -25,7 +25,10 @@
 //! * `BINARY(n)` values are right-padded with zero bytes to `n` bytes, as MySQL
 //!   returns them (the binlog strips trailing zeros);
 //! * JSON columns logged as partial updates (`binlog_row_value_options=PARTIAL_JSON`)
-//!   are rejected with [`RowsError::PartialJson`] rather than guessed at.
+//!   are rebuilt into the full new document by applying the logged diffs to the
+//!   before image's document (see `super::json_diff`); when that is impossible (the
+//!   before image lacks the document, or a diff does not fit it) the row fails with
+//!   [`RowsError::PartialJson`] rather than being guessed at.
 //!
 //! MySQL binary JSON is rendered to compact JSON text by [`jsonb_to_json`], which
 //! keeps MySQL's key order and renders opaque DECIMAL as a number and opaque
@@ -49,7 +52,7 @@ pub const STMT_END_F: u16 = 0x0001;
 const MAX_UNCOMPRESSED: u64 = 1 << 30;
 
 /// Deepest JSON nesting accepted (MySQL itself allows 100).
-const MAX_JSON_DEPTH: usize = 256;
+pub(super) const MAX_JSON_DEPTH: usize = 256;
 
 /// What a rows event does.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -204,10 +207,14 @@ pub enum RowsError {
         /// What was wrong.
         detail: String,
     },
-    /// A JSON column was logged as a partial update (a diff), which is not supported.
+    /// A JSON column was logged as a partial update (a diff) that cannot be turned
+    /// back into the full new document.
     #[error(
-        "`{db}`.`{table}`.`{column}`: JSON column logged as a partial update; set \
-         binlog_row_value_options='' (empty) on the source server to log full JSON documents"
+        "`{db}`.`{table}`.`{column}`: cannot rebuild the JSON document from a partial \
+         update (binlog_row_value_options=PARTIAL_JSON): {detail}; set \
+         binlog_row_value_options='' (empty) on the source server to log full JSON \
+         documents, or keep binlog_row_image=FULL so that before images carry the \
+         document the diff applies to"
     )]
     PartialJson {
         /// Database name.
@@ -216,6 +223,8 @@ pub enum RowsError {
         table: String,
         /// Column name.
         column: String,
+        /// Why the document cannot be rebuilt.
+        detail: String,
     },
 }
 
@@ -615,14 +624,31 @@ impl RowDecoder {
         let after = hdr.columns_after.map(|b| Present::new(b, n));
         let data = hdr.rows_data();
         let mut pos = 0usize;
+        // Where the before image's JSON documents are (PARTIAL_UPDATE_ROWS only).
+        let mut before_docs: Vec<BeforeDoc> = Vec::new();
         while pos < data.len() {
             let row_start = pos;
+            before_docs.clear();
             let before_img = match &before {
-                Some(p) => Some(self.decode_image(data, &mut pos, p, false)?),
+                Some(p) => {
+                    let mode = if hdr.partial_update {
+                        ImageMode::RecordJson(&mut before_docs)
+                    } else {
+                        ImageMode::Plain
+                    };
+                    Some(self.decode_image(data, &mut pos, p, mode)?)
+                }
                 None => None,
             };
             let after_img = match &after {
-                Some(p) => Some(self.decode_image(data, &mut pos, p, hdr.partial_update)?),
+                Some(p) => {
+                    let mode = if hdr.partial_update {
+                        ImageMode::PartialAfter(&before_docs)
+                    } else {
+                        ImageMode::Plain
+                    };
+                    Some(self.decode_image(data, &mut pos, p, mode)?)
+                }
                 None => None,
             };
             if pos == row_start {
@@ -658,15 +684,76 @@ impl RowDecoder {
             .unwrap_or_else(|| format!("@{}", i + 1))
     }
 
+    fn partial_json(&self, i: usize, detail: String) -> RowsError {
+        RowsError::PartialJson {
+            db: self.schema.db.clone(),
+            table: self.schema.table.clone(),
+            column: self.column_name(i),
+            detail,
+        }
+    }
+
+    /// Reads the diff list of partial JSON column `i` at `pos` and rebuilds the new
+    /// document from the before image's document.
+    fn rebuild_partial(
+        &self,
+        i: usize,
+        data: &[u8],
+        pos: &mut usize,
+        before_docs: &[BeforeDoc],
+    ) -> Result<Value, RowsError> {
+        let start = *pos;
+        let diffs = length_prefix(data, pos, 4)
+            .and_then(|len| take(data, pos, len))
+            .map_err(|p| RowsError::Value {
+                db: self.schema.db.clone(),
+                table: self.schema.table.clone(),
+                column: self.column_name(i),
+                offset: start,
+                detail: format!("partial JSON diff list: {}", p.describe()),
+            })?;
+        let doc = match before_docs.iter().find(|d| d.column == i) {
+            Some(BeforeDoc { doc: Some(r), .. }) => data.get(r.clone()).unwrap_or(&[]),
+            Some(BeforeDoc { doc: None, .. }) => {
+                return Err(self.partial_json(
+                    i,
+                    "the before image holds NULL, so there is no document to apply the diff to"
+                        .to_owned(),
+                ))
+            }
+            None => {
+                return Err(self.partial_json(
+                    i,
+                    "the before image does not include this column (binlog_row_image is \
+                     not FULL)"
+                        .to_owned(),
+                ))
+            }
+        };
+        match super::json_diff::rebuild(doc, diffs) {
+            Ok(text) => Ok(Value::Json(text)),
+            Err(super::json_diff::RebuildError::DoesNotApply(detail)) => {
+                Err(self.partial_json(i, detail))
+            }
+            Err(super::json_diff::RebuildError::Malformed(detail)) => Err(RowsError::Value {
+                db: self.schema.db.clone(),
+                table: self.schema.table.clone(),
+                column: self.column_name(i),
+                offset: start,
+                detail: format!("partial JSON update: {detail}"),
+            }),
+        }
+    }
+
     fn decode_image(
         &self,
         data: &[u8],
         pos: &mut usize,
         present: &Present,
-        value_options: bool,
+        mut mode: ImageMode<'_>,
     ) -> Result<Vec<Value>, RowsError> {
         let mut partial_bits: Option<&[u8]> = None;
-        if value_options {
+        if let ImageMode::PartialAfter(_) = mode {
             let start = *pos;
             let mut r = crate::schema::Reader::new(data.get(start..).unwrap_or(&[]));
             let options = r
@@ -707,19 +794,33 @@ impl RowDecoder {
                 .is_some_and(|b| b & (1 << (image_idx % 8)) != 0);
             image_idx += 1;
             if is_null {
+                if let (ImageMode::RecordJson(docs), Cell::Json { .. }) = (&mut mode, cell) {
+                    docs.push(BeforeDoc {
+                        column: i,
+                        doc: None,
+                    });
+                }
                 values.push(Value::Null);
                 continue;
             }
             if partial {
-                return Err(RowsError::PartialJson {
-                    db: self.schema.db.clone(),
-                    table: self.schema.table.clone(),
-                    column: self.column_name(i),
-                });
+                if let ImageMode::PartialAfter(docs) = mode {
+                    values.push(self.rebuild_partial(i, data, pos, docs)?);
+                    continue;
+                }
             }
             let start = *pos;
             match decode_cell(*cell, data, pos) {
-                Ok(v) => values.push(v),
+                Ok(v) => {
+                    if let (ImageMode::RecordJson(docs), Cell::Json { prefix }) = (&mut mode, cell)
+                    {
+                        docs.push(BeforeDoc {
+                            column: i,
+                            doc: Some(start + usize::from(*prefix)..*pos),
+                        });
+                    }
+                    values.push(v)
+                }
                 Err(p) => {
                     return Err(RowsError::Value {
                         db: self.schema.db.clone(),
@@ -733,6 +834,25 @@ impl RowDecoder {
         }
         Ok(values)
     }
+}
+
+/// Where one JSON column's document sits in a before image.
+#[derive(Debug, Clone)]
+struct BeforeDoc {
+    column: usize,
+    /// Byte range of the binary document within the rows data; `None` for NULL.
+    doc: Option<std::ops::Range<usize>>,
+}
+
+/// How [`RowDecoder::decode_image`] treats an image.
+enum ImageMode<'m> {
+    /// An ordinary image.
+    Plain,
+    /// Before image of a `PARTIAL_UPDATE_ROWS_EVENT`: remembers its JSON documents.
+    RecordJson(&'m mut Vec<BeforeDoc>),
+    /// After image of a `PARTIAL_UPDATE_ROWS_EVENT`: starts with value options; partial
+    /// JSON columns are rebuilt from the recorded before-image documents.
+    PartialAfter(&'m [BeforeDoc]),
 }
 
 #[inline]
@@ -1196,7 +1316,7 @@ pub fn jsonb_to_json(doc: &[u8]) -> Result<String, String> {
     String::from_utf8(out).map_err(|e| e.to_string())
 }
 
-fn slice_at(data: &[u8], off: usize, len: usize) -> Result<&[u8], String> {
+pub(super) fn slice_at(data: &[u8], off: usize, len: usize) -> Result<&[u8], String> {
     data.get(off..).and_then(|s| s.get(..len)).ok_or_else(|| {
         format!(
             "{len} bytes at offset {off} exceed the {}-byte value",
@@ -1205,7 +1325,7 @@ fn slice_at(data: &[u8], off: usize, len: usize) -> Result<&[u8], String> {
     })
 }
 
-fn le_uint(s: &[u8]) -> u64 {
+pub(super) fn le_uint(s: &[u8]) -> u64 {
     s.iter()
         .rev()
         .fold(0u64, |acc, &b| (acc << 8) | u64::from(b))
@@ -1227,7 +1347,7 @@ fn jsonb_varlen(data: &[u8]) -> Result<(usize, usize), String> {
     Err("variable-length length longer than 5 bytes".to_owned())
 }
 
-fn render_jsonb(
+pub(super) fn render_jsonb(
     t: u8,
     data: &[u8],
     out: &mut Vec<u8>,
@@ -2044,6 +2164,152 @@ mod tests {
             "{err}"
         );
         assert!(matches!(err, RowsError::PartialJson { ref column, .. } if column == "j"));
+    }
+
+    /// Appends a partial JSON column value: u32 LE length, then the diffs.
+    fn partial_value(diffs: &[(u8, &str, Option<serde_json::Value>)]) -> Vec<u8> {
+        let mut body = Vec::new();
+        for (op, path, value) in diffs {
+            body.push(*op);
+            put_lenenc(&mut body, path.len() as u64);
+            body.extend_from_slice(path.as_bytes());
+            if let Some(v) = value {
+                let doc = jsonb(v);
+                put_lenenc(&mut body, doc.len() as u64);
+                body.extend(doc);
+            }
+        }
+        let mut out = (body.len() as u32).to_le_bytes().to_vec();
+        out.extend(body);
+        out
+    }
+
+    #[test]
+    fn partial_json_update_is_rebuilt_from_the_before_image() {
+        let cols = vec![
+            ColSpec::new("id", 3, &[]),
+            ColSpec::new("j", 245, &[4]),
+            ColSpec::new("k", 245, &[4]),
+        ];
+        let b = TableMapBuilder::new("db", "pj", cols);
+        let dec = decoder_for(&b);
+        let doc = serde_json::json!({"a": 1, "b": [1, 2], "c": {"d": "e"}});
+        let other = serde_json::json!([true]);
+        let before = vec![
+            Value::Int(7),
+            Value::Json(jsonb_to_json(&jsonb(&doc)).unwrap()),
+            Value::Json(jsonb_to_json(&jsonb(&other)).unwrap()),
+        ];
+        let mut rows = enc_cell_image(&dec, &before, &[&jsonb(&doc), &jsonb(&other)]);
+        // after image: value options PARTIAL_JSON_UPDATES, `j` (first JSON column)
+        // partial, `k` logged in full
+        rows.extend([1, 0b01]);
+        rows.push(0); // null bitmap
+        rows.extend(7i32.to_le_bytes());
+        rows.extend(partial_value(&[
+            (0, "$.a", Some(serde_json::json!("x"))),
+            (1, "$.b[1]", Some(serde_json::json!(9))),
+            (2, "$.c.d", None),
+            (1, "$.zz", Some(serde_json::json!(null))),
+        ]));
+        let new_other = jsonb(&serde_json::json!([false]));
+        rows.extend((new_other.len() as u32).to_le_bytes());
+        rows.extend(&new_other);
+        let body = rows_body(42, 3, Some(&[7]), Some(&[7]), &rows);
+        let hdr = parse_rows_event(39, 10, &body).unwrap();
+        let mut out = Vec::new();
+        dec.decode(&hdr, &mut out).unwrap();
+        assert_eq!(out.len(), 1);
+        assert_eq!(out[0].before.as_deref(), Some(&before[..]));
+        let after = out[0].after.as_ref().unwrap();
+        assert_eq!(
+            after,
+            &vec![
+                Value::Int(7),
+                Value::Json(r#"{"a":"x","b":[1,9,2],"c":{},"zz":null}"#.to_owned()),
+                Value::Json("[false]".to_owned()),
+            ]
+        );
+        // identical to what a full after image of the same document decodes to
+        let full = jsonb(&serde_json::json!({"a": "x", "b": [1, 9, 2], "c": {}, "zz": null}));
+        assert_eq!(after[1], Value::Json(jsonb_to_json(&full).unwrap()));
+
+        // value options 0: no partial bitmap, full documents
+        let mut rows = enc_cell_image(&dec, &before, &[&jsonb(&doc), &jsonb(&other)]);
+        rows.push(0);
+        rows.extend(enc_cell_image(
+            &dec,
+            &before,
+            &[&jsonb(&doc), &jsonb(&other)],
+        ));
+        let body = rows_body(42, 3, Some(&[7]), Some(&[7]), &rows);
+        let hdr = parse_rows_event(39, 10, &body).unwrap();
+        let mut out = Vec::new();
+        dec.decode(&hdr, &mut out).unwrap();
+        assert_eq!(out[0].after.as_deref(), Some(&before[..]));
+    }
+
+    /// Encodes an all-present image whose JSON columns take the given documents.
+    fn enc_cell_image(dec: &RowDecoder, values: &[Value], docs: &[&[u8]]) -> Vec<u8> {
+        let mut out = vec![0u8; values.len().div_ceil(8)];
+        let mut docs = docs.iter();
+        for (cell, v) in dec.plan.iter().zip(values) {
+            match cell {
+                Cell::Json { .. } => {
+                    let d = docs.next().unwrap();
+                    out.extend((d.len() as u32).to_le_bytes());
+                    out.extend(*d);
+                }
+                c => out.extend(enc_cell(*c, v)),
+            }
+        }
+        out
+    }
+
+    #[test]
+    fn partial_json_without_a_full_before_image_is_refused() {
+        let cols = vec![ColSpec::new("id", 3, &[]), ColSpec::new("j", 245, &[4])];
+        let b = TableMapBuilder::new("db", "pj", cols);
+        let dec = decoder_for(&b);
+        // binlog_row_image=MINIMAL: the before image has only the key
+        let mut rows = vec![0u8];
+        rows.extend(1i32.to_le_bytes());
+        rows.extend([1, 1, 0]);
+        rows.extend(partial_value(&[(0, "$.a", Some(serde_json::json!(2)))]));
+        let body = rows_body(42, 2, Some(&[1]), Some(&[2]), &rows);
+        let hdr = parse_rows_event(39, 10, &body).unwrap();
+        let err = dec.decode(&hdr, &mut Vec::new()).unwrap_err();
+        let msg = err.to_string();
+        assert!(matches!(err, RowsError::PartialJson { ref column, .. } if column == "j"));
+        for needle in [
+            "`db`.`pj`.`j`",
+            "binlog_row_value_options",
+            "binlog_row_image=FULL",
+        ] {
+            assert!(msg.contains(needle), "{msg}");
+        }
+        // a diff that does not fit the before document
+        let doc = jsonb(&serde_json::json!({"a": 1}));
+        let before = vec![Value::Int(1), Value::Json("{\"a\":1}".into())];
+        let mut rows = enc_cell_image(&dec, &before, &[&doc]);
+        rows.extend([1, 1, 0]);
+        rows.extend(1i32.to_le_bytes());
+        rows.extend(partial_value(&[(2, "$.nope", None)]));
+        let body = rows_body(42, 2, Some(&[3]), Some(&[3]), &rows);
+        let hdr = parse_rows_event(39, 10, &body).unwrap();
+        let err = dec.decode(&hdr, &mut Vec::new()).unwrap_err();
+        assert!(err.to_string().contains("REMOVE at $.nope"), "{err}");
+        // a truncated diff list is a malformed value
+        let mut rows = enc_cell_image(&dec, &before, &[&doc]);
+        rows.extend([1, 1, 0]);
+        rows.extend(1i32.to_le_bytes());
+        rows.extend([9, 0, 0, 0, 2]);
+        let body = rows_body(42, 2, Some(&[3]), Some(&[3]), &rows);
+        let hdr = parse_rows_event(39, 10, &body).unwrap();
+        assert!(matches!(
+            dec.decode(&hdr, &mut Vec::new()),
+            Err(RowsError::Value { .. })
+        ));
     }
 
     #[test]
