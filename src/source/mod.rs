@@ -4,6 +4,7 @@
 pub mod events;
 #[cfg(test)]
 pub mod fixtures;
+mod json_diff;
 pub mod payload;
 pub mod preflight;
 pub mod rows;

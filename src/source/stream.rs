@@ -645,13 +645,11 @@ impl Assembler {
                 return Ok(());
             }
             types::TABLE_MAP => self.on_table_map(ev, start_pos)?,
-            t if types::is_rows(t) => self.on_rows(ev, etype, start_pos, out)?,
-            types::PARTIAL_UPDATE_ROWS => {
-                return Err(definite(
-                    "PARTIAL_UPDATE_ROWS event (binlog_row_value_options=PARTIAL_JSON) is not \
-                     supported yet: set binlog_row_value_options='' on the source"
-                        .into(),
-                ))
+            // PARTIAL_UPDATE_ROWS (binlog_row_value_options=PARTIAL_JSON) is an UPDATE_ROWS
+            // v2 whose after images may carry JSON diffs; the row decoder rebuilds the
+            // full documents from the before images.
+            t if types::is_rows(t) || t == types::PARTIAL_UPDATE_ROWS => {
+                self.on_rows(ev, etype, start_pos, out)?
             }
             types::XID => {
                 self.advance(log_pos);
