@@ -133,7 +133,82 @@ fn create_topic(name: &str, cfg: &[(&str, &str)]) {
     }
 }
 
+async fn a_partial_row_image_stops_clearly_and_emits_nothing_of_it(flavor: Flavor) {
+    let p = Pipeline::new(flavor, "pjsonmin", "");
+    let db = p.db.clone();
+    let table = format!("{db}.docs");
+    let mut c = root(flavor.port).await;
+    exec(
+        &mut c,
+        &[
+            &format!("CREATE DATABASE {db}"),
+            &format!("CREATE TABLE {table} (id INT PRIMARY KEY, j JSON)"),
+            &format!("INSERT INTO {table} VALUES (1, '{{\"a\": 1}}')"),
+        ],
+    )
+    .await;
+    let mut child = p.spawn();
+    p.wait_started(Duration::from_secs(60));
+    exec(
+        &mut c,
+        &[
+            &format!("INSERT INTO {table} VALUES (2, '{{\"a\": 2}}')"),
+            // Session-only: MINIMAL images lack columns (and the document the diff applies to).
+            "SET SESSION binlog_row_image = 'MINIMAL'",
+            if flavor.mysql {
+                "SET SESSION binlog_row_value_options = 'PARTIAL_JSON'"
+            } else {
+                "SET SESSION binlog_row_image = 'MINIMAL'"
+            },
+            &format!("UPDATE {table} SET j = JSON_SET(j, '$.a', 5) WHERE id = 1"),
+        ],
+    )
+    .await;
+    let deadline = std::time::Instant::now() + Duration::from_secs(60);
+    let status = loop {
+        if let Some(st) = child.try_wait().expect("try_wait") {
+            break st;
+        }
+        if std::time::Instant::now() > deadline {
+            let recs = consume(
+                &[p.topic("docs")],
+                "read_committed",
+                3,
+                Duration::from_secs(2),
+                Duration::from_secs(10),
+            );
+            panic!("sluice kept running; records {recs:?}; log:\n{}", p.log());
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    assert_eq!(status.code(), Some(1), "definite error; log:\n{}", p.log());
+    let log = p.log();
+    assert!(
+        log.contains("binlog_row_image") && log.contains(&format!("{db}.docs")),
+        "the error names the setting and the table; log:\n{log}"
+    );
+    // The insert before it arrived; the update never did (nothing partial or empty).
+    let recs = consume(
+        &[p.topic("docs")],
+        "read_committed",
+        1,
+        Duration::from_secs(2),
+        Duration::from_secs(30),
+    );
+    let ops: Vec<String> = recs
+        .iter()
+        .map(|r| {
+            r.value.as_ref().expect("value")["op"]
+                .as_str()
+                .unwrap_or("")
+                .to_string()
+        })
+        .collect();
+    assert_eq!(ops, vec!["c"], "only the insert is visible");
+}
+
 per_flavor!(
+    a_partial_row_image_stops_clearly_and_emits_nothing_of_it,
     missing_grant_is_reported_with_the_grant_statement,
     wrong_password_is_a_clear_error_without_the_secret,
     purged_start_position_says_what_to_do,

@@ -99,6 +99,27 @@ pub struct RowsEventHeader<'a> {
 }
 
 impl RowsEventHeader<'_> {
+    /// The first row image whose columns-present bitmap leaves out some of the table's
+    /// columns, as (`"before"` or `"after"`, columns left out). Such images come from a session
+    /// that wrote with `binlog_row_image` MINIMAL or NOBLOB: a change record built from them
+    /// would show absent columns as NULL, so the stream refuses them.
+    pub fn incomplete_image(&self) -> Option<(&'static str, usize)> {
+        let absent = |bits: &[u8]| {
+            (0..self.column_count)
+                .filter(|i| bits.get(i / 8).is_none_or(|b| b & (1 << (i % 8)) == 0))
+                .count()
+        };
+        [
+            ("before", self.columns_before),
+            ("after", self.columns_after),
+        ]
+        .into_iter()
+        .find_map(|(which, bits)| {
+            let n = absent(bits?);
+            (n > 0).then_some((which, n))
+        })
+    }
+
     /// True if `STMT_END_F` is set (last rows event of the statement).
     pub fn is_stmt_end(&self) -> bool {
         self.flags & STMT_END_F != 0
@@ -1565,6 +1586,43 @@ mod tests {
     use mysql_common::binlog::decimal::Decimal;
     use proptest::prelude::*;
     use std::str::FromStr;
+
+    #[test]
+    fn incomplete_images_are_detected() {
+        let hdr = |n: usize, before: Option<&'static [u8]>, after: Option<&'static [u8]>| {
+            RowsEventHeader {
+                event_type: 31,
+                table_id: 1,
+                flags: 0,
+                kind: RowsKind::Update,
+                partial_update: false,
+                column_count: n,
+                columns_before: before,
+                columns_after: after,
+                rows: Cow::Borrowed(&[]),
+            }
+        };
+        // Complete: every column of 10 present (unused high bits may be anything).
+        assert_eq!(
+            hdr(10, Some(&[0xff, 0x03]), Some(&[0xff, 0xff])).incomplete_image(),
+            None
+        );
+        assert_eq!(hdr(3, None, Some(&[0x07])).incomplete_image(), None);
+        // MINIMAL: before image holds only the key, after image only the changed column.
+        assert_eq!(
+            hdr(3, Some(&[0x01]), Some(&[0x07])).incomplete_image(),
+            Some(("before", 2))
+        );
+        assert_eq!(
+            hdr(3, Some(&[0x07]), Some(&[0x02])).incomplete_image(),
+            Some(("after", 2))
+        );
+        // A bitmap shorter than the column count leaves the rest out.
+        assert_eq!(
+            hdr(9, None, Some(&[0xff])).incomplete_image(),
+            Some(("after", 1))
+        );
+    }
 
     // ---- test-only binlog encoder ----------------------------------------
 

@@ -965,6 +965,12 @@ impl Assembler {
         if txn.skip || txn.xa {
             return Ok(());
         }
+        if let Some((image, absent)) = hdr.incomplete_image() {
+            return Err(Error::definite(format!(
+                "rows event of {}.{} at {at}: its {image} image leaves out {absent} of {}                  columns, so the transaction was written with binlog_row_image=MINIMAL or                  NOBLOB (a session or global override); sluice needs complete images to emit                  exact changes and emits nothing of this transaction. Fix: SET GLOBAL                  binlog_row_image='FULL' (and in the server config), make sure no application                  sets it per session, then restart sluice",
+                ctx.schema.db, ctx.schema.table, hdr.column_count
+            )));
+        }
         self.rows_buf.clear();
         decoder.decode(&hdr, &mut self.rows_buf).map_err(|e| {
             Error::definite(format!(
