@@ -29,12 +29,22 @@ fn gtid_of(r: &Rec) -> String {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn tagged_gtids_are_emitted_and_resumed_from() {
+async fn tagged_and_foreign_gtids_with_gaps_are_emitted_and_resumed_from() {
     if !enabled() {
         return;
     }
     let flavor = MYSQL;
     let tag = format!("t{:x}", rand::random::<u32>());
+    // A second source UUID (as after a failover or a multi-source topology), with gaps.
+    let b: [u8; 16] = rand::random();
+    let other = format!(
+        "{:08x}-{:04x}-{:04x}-{:04x}-{:012x}",
+        u32::from_be_bytes([b[0], b[1], b[2], b[3]]),
+        u16::from_be_bytes([b[4], b[5]]),
+        u16::from_be_bytes([b[6], b[7]]),
+        u16::from_be_bytes([b[8], b[9]]),
+        u64::from_be_bytes([0, 0, b[10], b[11], b[12], b[13], b[14], b[15]])
+    );
     let p = Pipeline::new(flavor, "tagged", "");
     let db = p.db.clone();
     let mut c = root(flavor.port).await;
@@ -98,6 +108,11 @@ async fn tagged_gtids_are_emitted_and_resumed_from() {
             &format!("INSERT INTO {db}.t VALUES (4, 'tagged')"),
             "SET SESSION gtid_next = 'AUTOMATIC'",
             &format!("INSERT INTO {db}.t VALUES (5, 'untagged')"),
+            &format!("SET SESSION gtid_next = '{other}:5'"),
+            &format!("INSERT INTO {db}.t VALUES (6, 'other 5')"),
+            &format!("SET SESSION gtid_next = '{other}:7'"),
+            &format!("INSERT INTO {db}.t VALUES (7, 'other 7')"),
+            "SET SESSION gtid_next = 'AUTOMATIC'",
         ],
     )
     .await;
@@ -105,7 +120,7 @@ async fn tagged_gtids_are_emitted_and_resumed_from() {
     let recs = consume(
         &topics,
         "read_committed",
-        5,
+        7,
         Duration::from_secs(2),
         Duration::from_secs(60),
     );
@@ -116,11 +131,48 @@ async fn tagged_gtids_are_emitted_and_resumed_from() {
         .collect();
     assert_eq!(
         ids,
-        vec![1, 2, 3, 4, 5],
+        vec![1, 2, 3, 4, 5, 6, 7],
         "exactly once across the restart; log:\n{}",
         p.log()
     );
     assert!(gtid_of(&recs[3]).contains(&format!(":{tag}:")));
+    assert_eq!(gtid_of(&recs[6]), format!("{other}:7"));
+    let (_, shown) = p.command(&["offsets", "show"]);
+    assert!(
+        shown.contains(&format!("{other}:5:7")),
+        "a set with a gap (uuid:5:7): {shown}"
+    );
+    // Fill the gap while stopped: the resumed stream sends exactly the missing GTID.
+    exec(
+        &mut c,
+        &[
+            &format!("SET SESSION gtid_next = '{other}:6'"),
+            &format!("INSERT INTO {db}.t VALUES (8, 'other 6')"),
+            "SET SESSION gtid_next = 'AUTOMATIC'",
+        ],
+    )
+    .await;
+    let mut child = p.spawn();
+    let recs = consume(
+        &topics,
+        "read_committed",
+        8,
+        Duration::from_secs(2),
+        Duration::from_secs(60),
+    );
+    terminate(&mut child);
+    assert_eq!(
+        recs.len(),
+        8,
+        "the gap's transaction once; log:\n{}",
+        p.log()
+    );
+    assert_eq!(gtid_of(&recs[7]), format!("{other}:6"));
+    let (_, shown) = p.command(&["offsets", "show"]);
+    assert!(
+        shown.contains(&format!("{other}:5-7")),
+        "gap closed: {shown}"
+    );
 }
 
 /// The document of row `id` as the server renders it.
