@@ -313,7 +313,9 @@ async fn attempt(
             heartbeat: cfg.source.heartbeat(),
             router: router.clone(),
         };
-        stream::run(&settings, &info, conn, resume, tx, skip.clone(), shutdown).await
+        // The stream runs on its own replication connection.
+        drop(conn);
+        stream::run(&settings, &info, resume, tx, skip.clone(), shutdown).await
     }
     .await;
     let sink_result = join_sink(handle.thread).await;

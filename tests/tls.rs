@@ -270,6 +270,59 @@ async fn a_pipeline_streams_over_verified_tls(flavor: Flavor) {
     exec(&mut c, &[&format!("DROP DATABASE {db}")]).await;
 }
 
+/// sluice's own replication connection (the binlog stream) authenticates like the client
+/// library: plaintext (MySQL: `caching_sha2_password` full authentication with the server's
+/// RSA key, the cache being empty), TLS (the cleartext password inside TLS), verified TLS,
+/// and refuses with the same messages.
+async fn the_replication_connection_authenticates(flavor: Flavor) {
+    use sluice::config::{SourceUrl, SslMode};
+    use sluice::error::ErrorKind;
+    use sluice::source::replication::Replication;
+    use sluice::source::server::ConnectOptions;
+
+    let options = |user: &str, pass: &str, mode: SslMode| ConnectOptions {
+        url: SourceUrl::parse(&format!("mysql://{user}:{pass}@127.0.0.1:{}", flavor.port))
+            .expect("url"),
+        ssl_mode: mode,
+        ssl_ca: Some(test_ca()),
+        ssl_cert: None,
+        ssl_key: None,
+        timeout: Duration::from_secs(10),
+    };
+    let cases = [
+        ("sluice", SslMode::Disabled),
+        ("sluice", SslMode::Required),
+        ("sluice", SslMode::Disabled),
+        ("sluice_tls", SslMode::Preferred),
+        ("sluice_tls", SslMode::VerifyIdentity),
+    ];
+    for (user, mode) in cases {
+        if flavor.name == "mysql" {
+            // Empties the authentication cache: the next login takes the full path.
+            let mut c = root(flavor.port).await;
+            exec(&mut c, &["FLUSH PRIVILEGES"]).await;
+        }
+        let mut conn = Replication::connect(&options(user, "sluice", mode))
+            .await
+            .unwrap_or_else(|e| panic!("[{}] {user} {mode}: {e}", flavor.name));
+        conn.query_drop("SET @master_heartbeat_period = 1000000000")
+            .await
+            .unwrap_or_else(|e| panic!("[{}] {user} {mode}: {e}", flavor.name));
+    }
+    let e = Replication::connect(&options("sluice", "wrong", SslMode::Disabled))
+        .await
+        .err()
+        .expect("a wrong password is refused");
+    assert_eq!(e.kind(), ErrorKind::Definite, "{e}");
+    assert!(e.to_string().contains("refused user `sluice`"), "{e}");
+    let e = Replication::connect(&options("sluice_tls", "sluice", SslMode::Disabled))
+        .await
+        .err()
+        .expect("a REQUIRE SSL user is refused without TLS");
+    assert_eq!(e.kind(), ErrorKind::Definite, "{e}");
+    assert!(e.to_string().contains("REQUIRE SSL"), "{e}");
+}
+
 per_flavor!(
     verify_ca_with_another_ca_is_a_definite_error,
     required_encrypts_for_a_require_ssl_user,
@@ -277,4 +330,5 @@ per_flavor!(
     verify_ca_and_verify_identity_with_the_test_ca,
     a_require_ssl_user_without_tls_is_refused_clearly,
     a_pipeline_streams_over_verified_tls,
+    the_replication_connection_authenticates,
 );

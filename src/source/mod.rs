@@ -7,6 +7,7 @@ pub mod fixtures;
 mod json_diff;
 pub mod payload;
 pub mod preflight;
+pub mod replication;
 pub mod rows;
 pub mod server;
 pub mod stream;

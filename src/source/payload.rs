@@ -135,8 +135,6 @@ pub struct PayloadReader<'a> {
     /// For messages: `binlog file:pos` of the payload event.
     at: String,
     events: u64,
-    /// `(type, size, log_pos)` of each inner event handed out, in order.
-    seen: Vec<(u8, u32, u32)>,
     /// The header of the next inner event, read ahead.
     lookahead: Option<[u8; HEADER_LEN]>,
     done: bool,
@@ -163,7 +161,6 @@ impl<'a> PayloadReader<'a> {
             buf: Vec::new(),
             at,
             events: 0,
-            seen: Vec::new(),
             lookahead: None,
             done: false,
         })
@@ -207,8 +204,6 @@ impl<'a> PayloadReader<'a> {
                 &format!("inner event {} (type {etype}): {e}", self.events),
             )
         })?;
-        let h = ev.header();
-        self.seen.push((etype, h.event_size(), h.log_pos()));
         Ok(Some(ev))
     }
 
@@ -289,11 +284,6 @@ impl<'a> PayloadReader<'a> {
             )),
             Err(e) => Err(payload_error(&self.at, &format!("decompressing: {e}"))),
         }
-    }
-
-    /// `(type, size, log_pos)` of every inner event read, in order.
-    pub fn into_seen(self) -> Vec<(u8, u32, u32)> {
-        self.seen
     }
 }
 

@@ -227,9 +227,42 @@ pub async fn tls_status(conn: &mut Conn) -> Result<Option<String>> {
 /// back to plaintext only when the server's handshake does not offer TLS (its CLIENT_SSL
 /// capability flag is off); any other TLS failure is an error, as for `required`.
 pub async fn connect(opts: &ConnectOptions) -> Result<Conn> {
+    connect_with(opts, |ssl| async move {
+        attempt(opts, ssl).await.map_err(Attempt::Failed)
+    })
+    .await
+}
+
+/// Why one connection attempt failed.
+pub(crate) enum Attempt {
+    /// `source.connect_timeout_ms` passed.
+    TimedOut,
+    /// The client library (or the replication connection, in its terms) failed.
+    Failed(mysql_async::Error),
+    /// Already a pipeline error.
+    Refused(Error),
+}
+
+/// Runs `attempt` with the TLS options of `source.ssl_mode` under the connect timeout, with
+/// the `preferred` fallback to plaintext, and maps a failure to a pipeline error. Shared by
+/// the query connections and the replication connection.
+pub(crate) async fn connect_with<T, F, Fut>(opts: &ConnectOptions, attempt: F) -> Result<T>
+where
+    F: Fn(Option<SslOpts>) -> Fut,
+    Fut: std::future::Future<Output = Result<T, Attempt>>,
+{
+    let run = |ssl| {
+        let fut = attempt(ssl);
+        async move {
+            match tokio::time::timeout(opts.timeout, fut).await {
+                Err(_) => Err(Attempt::TimedOut),
+                Ok(r) => r,
+            }
+        }
+    };
     let ssl = opts.ssl_opts()?;
     let tls = ssl.is_some();
-    let conn = match attempt(opts, ssl).await {
+    match run(ssl).await {
         Err(Attempt::Failed(e))
             if opts.ssl_mode == SslMode::Preferred
                 && matches!(
@@ -242,21 +275,13 @@ pub async fn connect(opts: &ConnectOptions) -> Result<Conn> {
                 "the source does not offer TLS; connecting in plaintext (source.ssl_mode = \
                  \"preferred\")"
             );
-            attempt(opts, None)
-                .await
-                .map_err(|e| attempt_error(opts, e, false))?
+            run(None).await.map_err(|e| attempt_error(opts, e, false))
         }
-        other => other.map_err(|e| attempt_error(opts, e, tls))?,
-    };
-    Ok(conn)
+        other => other.map_err(|e| attempt_error(opts, e, tls)),
+    }
 }
 
-enum Attempt {
-    TimedOut,
-    Failed(mysql_async::Error),
-}
-
-async fn attempt(opts: &ConnectOptions, ssl: Option<SslOpts>) -> Result<Conn, Attempt> {
+async fn attempt(opts: &ConnectOptions, ssl: Option<SslOpts>) -> Result<Conn, mysql_async::Error> {
     let url = &opts.url;
     let builder = OptsBuilder::default()
         .ip_or_hostname(url.host())
@@ -267,11 +292,37 @@ async fn attempt(opts: &ConnectOptions, ssl: Option<SslOpts>) -> Result<Conn, At
         .stmt_cache_size(0)
         .tcp_keepalive(Some(Duration::from_secs(30)))
         .ssl_opts(ssl);
-    match tokio::time::timeout(opts.timeout, Conn::new(builder)).await {
-        Err(_) => Err(Attempt::TimedOut),
-        Ok(Err(e)) => Err(Attempt::Failed(e)),
-        Ok(Ok(c)) => Ok(c),
+    Conn::new(builder).await
+}
+
+/// The TLS connector for `ssl` (made by [`ConnectOptions::ssl_opts`]), with the same
+/// semantics the client library gives those options: trusted roots, client identity, and
+/// whether the certificate and the host name are checked.
+pub(crate) async fn tls_connector(ssl: &SslOpts) -> Result<native_tls::TlsConnector, Attempt> {
+    let setup =
+        |e: &dyn std::fmt::Display| Attempt::Refused(Error::definite(format!("TLS setup: {e}")));
+    let mut builder = native_tls::TlsConnector::builder();
+    for root in ssl.root_certs() {
+        let pem = root.read().await.map_err(|e| setup(&e))?;
+        for cert in openssl::x509::X509::stack_from_pem(&pem).map_err(|e| setup(&e))? {
+            let der = cert.to_der().map_err(|e| setup(&e))?;
+            let cert =
+                native_tls::Certificate::from_der(&der).map_err(|e| Attempt::Failed(e.into()))?;
+            builder.add_root_certificate(cert);
+        }
     }
+    if let Some(id) = ssl.client_identity() {
+        let archive = id.pkcs12_archive();
+        let archive = archive.read().await.map_err(|e| setup(&e))?;
+        let identity = native_tls::Identity::from_pkcs12(&archive, id.password().unwrap_or(""))
+            .map_err(|e| Attempt::Failed(e.into()))?;
+        builder.identity(identity);
+    }
+    builder
+        .danger_accept_invalid_hostnames(ssl.skip_domain_validation())
+        .danger_accept_invalid_certs(ssl.accept_invalid_certs())
+        .disable_built_in_roots(ssl.disable_built_in_roots());
+    builder.build().map_err(|e| Attempt::Failed(e.into()))
 }
 
 /// The pipeline error for a failed connection attempt; `tls` says whether it tried TLS.
@@ -285,6 +336,7 @@ fn attempt_error(opts: &ConnectOptions, attempt: Attempt, tls: bool) -> Error {
                 opts.timeout
             ))
         }
+        Attempt::Refused(e) => return e,
         Attempt::Failed(e) => e,
     };
     match &e {

@@ -11,13 +11,11 @@
 //! Resuming is safe because the stream always (re)starts from the last *committed* position
 //! (GTID state or file/pos), which is where a whole transaction ended.
 
-use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use futures_util::StreamExt;
-use mysql_async::prelude::*;
-use mysql_async::{BinlogStreamRequest, Conn};
+use mysql_async::Conn;
 use mysql_common::binlog::events::{Event, GtidEvent, QueryEvent, TableMapEvent};
 use mysql_common::packets::{Sid, Tag};
 use tokio::sync::{mpsc, watch};
@@ -29,6 +27,7 @@ use crate::position::{FilePos, Gtid, GtidList, GtidSet, SourcePosition, StartSpe
 use crate::schema::{ServerFlavor, TableSchema};
 use crate::source::events::{self, types, QueryKind, XaStatement};
 use crate::source::payload::PayloadReader;
+use crate::source::replication::{self, Replication};
 use crate::source::rows::{parse_rows_event, RowDecoder, RowImage};
 use crate::source::server::{self, Flavor, ServerInfo};
 
@@ -326,11 +325,6 @@ pub struct Assembler {
     progress_dirty: bool,
     /// End position of the last TRANSACTION_PAYLOAD event (its inner events have log_pos 0).
     payload_end: u64,
-    /// `(type, size, log_pos)` of the inner events of the last TRANSACTION_PAYLOAD that the
-    /// client library will send again after it (it decompresses payloads itself); sluice reads
-    /// payloads on its own (see [`crate::source::payload`]) and drops these repeats, checking
-    /// each against what it read.
-    echo: VecDeque<(u8, u32, u32)>,
     seen_fde: bool,
     rows_buf: Vec<RowImage>,
     /// Set when a committed XA group must be read again before the current group commits.
@@ -358,7 +352,6 @@ impl Assembler {
             last_progress: Instant::now(),
             progress_dirty: false,
             payload_end: 0,
-            echo: VecDeque::new(),
             seen_fde: false,
             rows_buf: Vec::new(),
             replay: None,
@@ -411,34 +404,28 @@ impl Assembler {
         format!("binlog {}:{}", self.tracker.file, ev_pos)
     }
 
-    /// Handles one event as the client library's binlog stream yields it, appending the
-    /// resulting changes to `out`. A TRANSACTION_PAYLOAD is read here in one go (all its
-    /// changes land in `out`); [`run`] streams payloads instead, through
-    /// [`Assembler::starts_payload`], [`Assembler::open_payload`],
-    /// [`Assembler::on_inner_event`] and [`Assembler::payload_read`].
+    /// Handles one event of the replication stream, appending the resulting changes to `out`.
+    /// A TRANSACTION_PAYLOAD is read here in one go (all its changes land in `out`); [`run`]
+    /// streams payloads instead, through [`Assembler::starts_payload`],
+    /// [`Assembler::open_payload`] and [`Assembler::on_inner_event`].
     pub fn on_event(&mut self, ev: &Event, out: &mut Vec<Change>) -> Result<()> {
-        if !self.echo.is_empty() {
-            return self.skip_echo(ev);
-        }
-        if ev.header().event_type_raw() == types::TRANSACTION_PAYLOAD {
+        if self.starts_payload(ev) {
             let mut rd = self.open_payload(ev)?;
             while let Some(inner) = rd.next_event()? {
                 self.on_inner_event(&inner, out)?;
             }
-            self.payload_read(rd);
             return Ok(());
         }
         self.handle(ev, out)
     }
 
-    /// Whether `ev` is a TRANSACTION_PAYLOAD to read with [`Assembler::open_payload`] (and
-    /// not a repeat of an inner event).
+    /// Whether `ev` is a TRANSACTION_PAYLOAD to read with [`Assembler::open_payload`].
     pub fn starts_payload(&self, ev: &Event) -> bool {
-        self.echo.is_empty() && ev.header().event_type_raw() == types::TRANSACTION_PAYLOAD
+        ev.header().event_type_raw() == types::TRANSACTION_PAYLOAD
     }
 
     /// Starts reading a TRANSACTION_PAYLOAD: its inner events come from the returned reader,
-    /// one at a time, and go to [`Assembler::on_inner_event`]; then [`Assembler::payload_read`].
+    /// one at a time, and go to [`Assembler::on_inner_event`].
     pub fn open_payload<'e>(&mut self, ev: &'e Event) -> Result<PayloadReader<'e>> {
         let hdr = ev.header();
         let log_pos = u64::from(hdr.log_pos());
@@ -451,26 +438,6 @@ impl Assembler {
     /// Handles one inner event of a TRANSACTION_PAYLOAD.
     pub fn on_inner_event(&mut self, ev: &Event, out: &mut Vec<Change>) -> Result<()> {
         self.handle(ev, out)
-    }
-
-    /// The payload was read to its end: the client library's repeats of its inner events
-    /// are expected next.
-    pub fn payload_read(&mut self, rd: PayloadReader<'_>) {
-        self.echo = rd.into_seen().into();
-    }
-
-    /// Drops one repeated inner event, checking it is the one expected.
-    fn skip_echo(&mut self, ev: &Event) -> Result<()> {
-        let hdr = ev.header();
-        let got = (hdr.event_type_raw(), hdr.event_size(), hdr.log_pos());
-        let left = self.echo.len();
-        match self.echo.pop_front() {
-            Some(want) if want == got => Ok(()),
-            want => Err(Error::definite(format!(
-                "after the TRANSACTION_PAYLOAD ending at binlog {}:{} the client library was                  expected to repeat its {left} remaining inner event(s) (next: type/size/log_pos                  {want:?}) but sent type/size/log_pos {got:?}: the stream cannot be followed                  safely",
-                self.tracker.file, self.payload_end
-            ))),
-        }
     }
 
     /// Handles one event (of the stream or inside a payload).
@@ -992,12 +959,11 @@ impl Assembler {
     }
 }
 
-/// Opens the replication stream at `resume` and pumps changes into `tx` until shutdown, a
+/// Opens a replication connection, starts the stream at `resume` and pumps changes into `tx` until shutdown, a
 /// disconnect (transient error) or a definite error.
 pub async fn run(
     settings: &SourceSettings,
     info: &ServerInfo,
-    mut conn: Conn,
     resume: ResumePoint,
     tx: mpsc::Sender<Change>,
     skip: SkipSet,
@@ -1007,7 +973,8 @@ pub async fn run(
         .heartbeat
         .as_nanos()
         .min(u128::from(u32::MAX) * 1_000_000) as u64;
-    conn.query_drop(format!("SET @master_heartbeat_period = {hb_ns}"))
+    let mut conn = Replication::connect(&settings.connect).await?;
+    conn.query_drop(&format!("SET @master_heartbeat_period = {hb_ns}"))
         .await
         .map_err(|e| mysql_error("setting the heartbeat period", &e))?;
     if info.flavor == Flavor::MariaDb {
@@ -1015,7 +982,7 @@ pub async fn run(
             .await
             .map_err(|e| mysql_error("announcing GTID capability", &e))?;
         if let DumpRequest::MariadbGtid(list) = &resume.request {
-            conn.query_drop(format!("SET @slave_connect_state = '{list}'"))
+            conn.query_drop(&format!("SET @slave_connect_state = '{list}'"))
                 .await
                 .map_err(|e| mysql_error("setting @slave_connect_state", &e))?;
             conn.query_drop("SET @slave_gtid_strict_mode = 1")
@@ -1023,25 +990,26 @@ pub async fn run(
                 .map_err(|e| mysql_error("setting @slave_gtid_strict_mode", &e))?;
         }
     }
-    let file_bytes;
-    let mut req = BinlogStreamRequest::new(settings.server_id);
-    match &resume.request {
-        DumpRequest::FilePos(fp) => {
-            file_bytes = fp.file.clone().into_bytes();
-            req = req.with_filename(&file_bytes).with_pos(fp.pos);
-        }
+    let req = match &resume.request {
+        DumpRequest::FilePos(fp) => replication::dump_request(
+            settings.server_id,
+            Some(fp.file.as_bytes()),
+            fp.pos,
+            None,
+            false,
+        ),
         DumpRequest::MysqlGtid(set) => {
-            req = req.with_gtid().with_gtid_set(dump_sids(set)?).with_pos(4);
+            replication::dump_request(settings.server_id, None, 4, Some(dump_sids(set)?), false)
         }
         DumpRequest::MariadbGtid(_) => {
-            req = req.with_pos(4);
+            replication::dump_request(settings.server_id, None, 4, None, false)
         }
-    }
+    };
     tracing::info!(request = ?resume.request, "requesting the binlog stream");
-    let mut stream = conn
-        .get_binlog_stream(req)
+    conn.start_dump(&req)
         .await
         .map_err(|e| purged_or(mysql_error("requesting the binlog stream", &e), &resume))?;
+    let mut stream = conn;
 
     let mut asm = Assembler::new(
         info.flavor,
@@ -1055,7 +1023,7 @@ pub async fn run(
         let next = tokio::select! {
             biased;
             _ = shutdown.changed() => return Ok(()),
-            n = tokio::time::timeout(silence, stream.next()) => n,
+            n = tokio::time::timeout(silence, stream.next_event()) => n,
         };
         let ev = match next {
             Err(_) => {
@@ -1066,14 +1034,14 @@ pub async fn run(
                     asm.tracker().pos
                 )))
             }
-            Ok(None) => {
+            Ok(Ok(None)) => {
                 return Err(Error::transient(format!(
                     "the source closed the binlog stream at {}:{}",
                     asm.tracker().file,
                     asm.tracker().pos
                 )))
             }
-            Ok(Some(Err(e))) => {
+            Ok(Err(e)) => {
                 return Err(purged_or(
                     mysql_error(
                         format!(
@@ -1086,7 +1054,7 @@ pub async fn run(
                     &resume,
                 ))
             }
-            Ok(Some(Ok(ev))) => ev,
+            Ok(Ok(Some(ev))) => ev,
         };
         if asm.starts_payload(&ev) {
             // Inner events one at a time, their changes forwarded before the next is
@@ -1099,7 +1067,6 @@ pub async fn run(
                     return Ok(());
                 }
             }
-            asm.payload_read(rd);
         } else {
             asm.on_event(&ev, &mut out)?;
         }
@@ -1184,18 +1151,21 @@ async fn replay_xa(
     tx: &mpsc::Sender<Change>,
 ) -> Result<bool> {
     tracing::info!(xid = %r.xid, from = %r.from, "XA COMMIT: reading the prepared transaction again");
-    let mut conn = server::connect(&settings.connect).await?;
+    let mut stream = Replication::connect(&settings.connect).await?;
     if info.flavor == Flavor::MariaDb {
-        conn.query_drop("SET @mariadb_slave_capability = 4")
+        stream
+            .query_drop("SET @mariadb_slave_capability = 4")
             .await
             .map_err(|e| mysql_error("announcing GTID capability", &e))?;
     }
-    let file = r.from.file.clone().into_bytes();
-    let req = BinlogStreamRequest::new(replay_server_id(settings.server_id))
-        .with_filename(&file)
-        .with_pos(r.from.pos)
-        .with_non_blocking();
-    let mut stream = conn.get_binlog_stream(req).await.map_err(|e| {
+    let req = replication::dump_request(
+        replay_server_id(settings.server_id),
+        Some(r.from.file.as_bytes()),
+        r.from.pos,
+        None,
+        true,
+    );
+    stream.start_dump(&req).await.map_err(|e| {
         mysql_error(
             format!("reading prepared XA transaction {} at {}", r.xid, r.from),
             &e,
@@ -1204,7 +1174,7 @@ async fn replay_xa(
     let mut asm = Assembler::for_replay(info.flavor, settings.router.clone(), &r.from);
     let mut out = Vec::new();
     let mut sent_begin = false;
-    while let Some(ev) = tokio::time::timeout(Duration::from_secs(60), stream.next())
+    while let Some(ev) = tokio::time::timeout(Duration::from_secs(60), stream.next_event())
         .await
         .map_err(|_| {
             Error::transient(format!(
@@ -1212,8 +1182,8 @@ async fn replay_xa(
                 r.xid
             ))
         })?
+        .map_err(|e| mysql_error(format!("prepared XA transaction {}", r.xid), &e))?
     {
-        let ev = ev.map_err(|e| mysql_error(format!("prepared XA transaction {}", r.xid), &e))?;
         asm.on_event(&ev, &mut out)?;
         for change in out.drain(..) {
             sent_begin |= matches!(change, Change::Begin(_));
@@ -1222,7 +1192,6 @@ async fn replay_xa(
             }
         }
         if asm.replay_done() {
-            let _ = stream.close().await;
             return Ok(sent_begin);
         }
     }
@@ -1478,36 +1447,23 @@ bootstrap_servers = "127.0.0.1:9092"
             assert_eq!(plain, payload, "zstd {zstd}");
             assert_eq!(plain.len(), 3);
             assert!(plain[2].ends_with(":5"), "{plain:?}");
-            // The client library then yields the inner events again (checksums off, log_pos
-            // 0): dropped, with no changes.
-            let mut quiet = fx::fde_8_0();
-            let mut footer = quiet.footer();
-            footer.set_checksum_enabled(false);
-            quiet = quiet.with_footer(footer);
-            let mut out = Vec::new();
-            for raw in &inner {
-                a.on_event(&read(&quiet, raw), &mut out).unwrap();
-            }
-            assert!(out.iter().all(|c| matches!(c, Change::Progress(_))));
+            assert_eq!(inner.len(), 4);
             assert_eq!(a.tracker().pos, 531);
-            // And the stream goes on normally.
+            // The replication connection yields the payload once, never its inner events
+            // again: the next event is the next transaction.
+            let fde = fx::fde_8_0();
+            let mut out = Vec::new();
             let gtid = fx::gtid_body(UUID_BYTES, 6, true);
-            a.on_event(&event(&quiet, types::GTID, 600, &gtid), &mut out)
+            a.on_event(&event(&fde, types::GTID, 600, &gtid), &mut out)
                 .unwrap();
+            for raw in txn_events(&fde, [700, 800, 900, 931]) {
+                a.on_event(&read(&fde, &raw), &mut out).unwrap();
+            }
+            let v = view(&out);
+            assert_eq!(v.len(), 3, "{v:?}");
+            assert!(v[2].ends_with(":5-6"), "{v:?}");
+            assert_eq!(a.tracker().pos, 931);
         }
-    }
-
-    #[test]
-    fn payload_repeats_that_do_not_match_are_a_definite_error() {
-        let (_, _, mut a, inner) = plain_and_payload(true);
-        let fde = fx::fde_8_0();
-        // The next real event arrives where a repeat was expected.
-        let gtid = fx::gtid_body(UUID_BYTES, 6, true);
-        let e = a
-            .on_event(&event(&fde, types::GTID, 600, &gtid), &mut Vec::new())
-            .unwrap_err();
-        assert_eq!(e.kind(), crate::error::ErrorKind::Definite);
-        assert_eq!(inner.len(), 4);
     }
 
     fn payload_error(body: &[u8]) -> Error {
