@@ -58,6 +58,13 @@ async fn resume_on_a_replica_by_gtid_loses_and_duplicates_nothing(flavor: Flavor
         ],
     )
     .await;
+    // Rotate the primary's binlog (not the replica's) so the committed offset names a file the
+    // replica does not have: resuming there must go by GTID alone.
+    exec(
+        &mut c,
+        &["FLUSH LOCAL BINARY LOGS", "FLUSH LOCAL BINARY LOGS"],
+    )
+    .await;
     let topics = vec![p.topic("t")];
 
     // Phase 1: stream from the primary.

@@ -306,6 +306,25 @@ pub async fn check_position(
             return CheckItem::ok(name, format!("{what} {pos} is available"));
         }
     }
+    // A MariaDB GTID position is resolved by the server through its GTID state, not through
+    // the file it was read from (which a replica after a failover does not have): it is
+    // available when the oldest binlog starts at or before it in every domain.
+    if let SourcePosition::MariadbGtid { gtid_list, .. } = pos {
+        if info.flavor == Flavor::MariaDb && !gtid_list.is_empty() {
+            let Some(oldest) = logs.first() else {
+                return CheckItem::problem(name, "the server has no binary logs", "enable log_bin");
+            };
+            return match server::mariadb_gtid_at_file_start(conn, oldest).await {
+                Ok(Some(start)) if !start.is_subset(gtid_list) => CheckItem::problem(
+                    name,
+                    format!("{what} {pos}; the oldest binlog {oldest} starts at GTID {start}"),
+                    format!("the server purged transactions the {what} has not seen: {fix}"),
+                ),
+                Ok(_) => CheckItem::ok(name, format!("{what} {pos} is available")),
+                Err(e) => CheckItem::problem(name, "BINLOG_GTID_POS failed", e.to_string()),
+            };
+        }
+    }
     if let Some(fp) = pos.file_pos() {
         if !fp.file.is_empty() && !logs.iter().any(|l| l == &fp.file) {
             let oldest = logs.first().cloned().unwrap_or_default();

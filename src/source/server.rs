@@ -546,6 +546,22 @@ pub async fn mariadb_binlog_gtid_pos(conn: &mut Conn) -> Result<GtidList> {
         .map_err(|e| Error::definite(format!("@@gtid_binlog_pos: {e}")))
 }
 
+/// MariaDB: the GTID state at the start of binlog `file` (`BINLOG_GTID_POS(file, 4)`), i.e.
+/// what a replica must already have to be served from that file on. Empty for the first
+/// binlog of the server's history; `None` when the server does not know the file.
+pub async fn mariadb_gtid_at_file_start(conn: &mut Conn, file: &str) -> Result<Option<GtidList>> {
+    let v: Option<Option<String>> = conn
+        .exec_first("SELECT BINLOG_GTID_POS(?, 4)", (file,))
+        .await
+        .map_err(|e| mysql_error("reading BINLOG_GTID_POS", &e))?;
+    v.flatten()
+        .map(|text| {
+            text.parse()
+                .map_err(|e| Error::definite(format!("BINLOG_GTID_POS({file}, 4): {e}")))
+        })
+        .transpose()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
