@@ -47,6 +47,9 @@ const COLLATION: u8 = 45;
 
 type MyResult<T> = std::result::Result<T, mysql_async::Error>;
 
+/// Packet buffer capacity kept between packets; a larger one is released after use.
+const RETAINED_BUFFER: usize = 4 << 20;
+
 /// A byte stream to the server, plaintext or TLS.
 trait Io: AsyncRead + AsyncWrite + Unpin + Send {}
 impl<T: AsyncRead + AsyncWrite + Unpin + Send> Io for T {}
@@ -205,6 +208,11 @@ impl Replication {
     }
 
     async fn read(&mut self) -> MyResult<()> {
+        // One large event (a big compressed transaction) must not pin its size for the rest
+        // of the stream: give the memory back before reading the next packet.
+        if self.buf.capacity() > RETAINED_BUFFER {
+            self.buf = Vec::with_capacity(RETAINED_BUFFER);
+        }
         read_packet(&mut self.io, &mut self.seq, &mut self.buf).await
     }
 
