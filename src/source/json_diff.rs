@@ -31,7 +31,7 @@
 //! rendered by the same code as the full-image path, so numbers, opaque DECIMALs and
 //! temporal values come out byte-identical.
 
-use super::rows::{le_uint, render_jsonb, slice_at, MAX_JSON_DEPTH};
+use super::rows::{le_uint, render_jsonb, JsonbContainer, JsonbSlot, MAX_JSON_DEPTH};
 use crate::encode::json_value::write_json_string;
 
 /// A decoded JSON document: containers as trees, scalars already rendered.
@@ -298,7 +298,7 @@ fn node_from(t: u8, data: &[u8], depth: usize, budget: &mut usize) -> Result<Jso
     }
 }
 
-/// Mirrors `render_container` in `rows.rs`, building nodes instead of text.
+/// Builds a container's node (the tree form of `render_container` in `rows.rs`).
 fn container(
     data: &[u8],
     large: bool,
@@ -306,54 +306,19 @@ fn container(
     depth: usize,
     budget: &mut usize,
 ) -> Result<JsonNode, String> {
-    let osz = if large { 4 } else { 2 };
-    let count = usize::try_from(le_uint(slice_at(data, 0, osz)?)).map_err(|e| e.to_string())?;
-    let size = usize::try_from(le_uint(slice_at(data, osz, osz)?)).map_err(|e| e.to_string())?;
-    let data = slice_at(data, 0, size)?;
-    let key_entry = osz + 2;
-    let value_entry = 1 + osz;
-    let keys_at = 2 * osz;
-    let values_at = keys_at
-        + if object {
-            count.saturating_mul(key_entry)
-        } else {
-            0
-        };
-    let header = values_at.saturating_add(count.saturating_mul(value_entry));
-    if header > size {
-        return Err(format!(
-            "header of {count} entries exceeds container size {size}"
-        ));
-    }
+    let c = JsonbContainer::parse(data, large, object)?;
     spend(budget, 2)?;
     let mut keys = Vec::new();
-    let mut values = Vec::with_capacity(count.min(size));
-    for i in 0..count {
+    let mut values = Vec::with_capacity(c.count.min(data.len()));
+    for i in 0..c.count {
         if object {
-            let e = slice_at(data, keys_at + i * key_entry, key_entry)?;
-            let key_off =
-                usize::try_from(le_uint(slice_at(e, 0, osz)?)).map_err(|e| e.to_string())?;
-            let key_len =
-                usize::try_from(le_uint(slice_at(e, osz, 2)?)).map_err(|e| e.to_string())?;
-            let key = slice_at(data, key_off, key_len)?;
+            let key = c.key(i)?;
             spend(budget, key.len() + 4)?;
             keys.push(key.to_vec());
         }
-        let e = slice_at(data, values_at + i * value_entry, value_entry)?;
-        let t = *e.first().ok_or("truncated value entry")?;
-        let inline = slice_at(e, 1, osz)?;
-        let v = match t {
-            0x04..=0x06 => scalar(t, inline, depth + 1, budget)?,
-            0x07 | 0x08 if large => scalar(t, inline, depth + 1, budget)?,
-            _ => {
-                let off = usize::try_from(le_uint(inline)).map_err(|e| e.to_string())?;
-                if off < header || off >= size {
-                    return Err(format!(
-                        "value offset {off} outside container of size {size}"
-                    ));
-                }
-                node_from(t, data.get(off..).unwrap_or(&[]), depth + 1, budget)?
-            }
+        let v = match c.value(i)? {
+            (t, JsonbSlot::Inline(inline)) => scalar(t, inline, depth + 1, budget)?,
+            (t, JsonbSlot::At(v)) => node_from(t, v, depth + 1, budget)?,
         };
         values.push(v);
     }

@@ -1433,6 +1433,93 @@ fn push_f64(out: &mut Vec<u8>, d: f64) {
     crate::encode::json_value::push_f64(out, d);
 }
 
+/// The header of a binary JSON object or array (`json_binary.cc`): entry count and the key
+/// and value entry tables, checked against the container's size.
+pub(crate) struct JsonbContainer<'a> {
+    data: &'a [u8],
+    large: bool,
+    /// Number of members or elements.
+    pub(crate) count: usize,
+    osz: usize,
+    keys_at: usize,
+    values_at: usize,
+    header: usize,
+}
+
+/// Where a container entry's value is: inline in the entry, or at an offset in the container.
+pub(crate) enum JsonbSlot<'a> {
+    /// Literal, INT16, UINT16 (and INT32, UINT32 in large containers): the entry's inline bytes.
+    Inline(&'a [u8]),
+    /// Any other type: the container's bytes from the value's offset on.
+    At(&'a [u8]),
+}
+
+impl<'a> JsonbContainer<'a> {
+    const KEY_LEN_SIZE: usize = 2;
+
+    /// Parses the header of a container (`large`: 4-byte offsets and sizes, else 2-byte).
+    pub(crate) fn parse(data: &'a [u8], large: bool, object: bool) -> Result<Self, String> {
+        let osz = if large { 4 } else { 2 };
+        let count = usize::try_from(le_uint(slice_at(data, 0, osz)?)).map_err(|e| e.to_string())?;
+        let size =
+            usize::try_from(le_uint(slice_at(data, osz, osz)?)).map_err(|e| e.to_string())?;
+        let data = slice_at(data, 0, size)?;
+        let keys_at = 2 * osz;
+        let values_at = keys_at
+            + if object {
+                count.saturating_mul(osz + Self::KEY_LEN_SIZE)
+            } else {
+                0
+            };
+        let header = values_at.saturating_add(count.saturating_mul(1 + osz));
+        if header > size {
+            return Err(format!(
+                "header of {count} entries exceeds container size {size}"
+            ));
+        }
+        Ok(JsonbContainer {
+            data,
+            large,
+            count,
+            osz,
+            keys_at,
+            values_at,
+            header,
+        })
+    }
+
+    /// The key bytes of member `i` of an object.
+    pub(crate) fn key(&self, i: usize) -> Result<&'a [u8], String> {
+        let entry_len = self.osz + Self::KEY_LEN_SIZE;
+        let e = slice_at(self.data, self.keys_at + i * entry_len, entry_len)?;
+        let key_off =
+            usize::try_from(le_uint(slice_at(e, 0, self.osz)?)).map_err(|e| e.to_string())?;
+        let key_len = usize::try_from(le_uint(slice_at(e, self.osz, Self::KEY_LEN_SIZE)?))
+            .map_err(|e| e.to_string())?;
+        slice_at(self.data, key_off, key_len)
+    }
+
+    /// The type byte and the value of entry `i`.
+    pub(crate) fn value(&self, i: usize) -> Result<(u8, JsonbSlot<'a>), String> {
+        let entry_len = 1 + self.osz;
+        let e = slice_at(self.data, self.values_at + i * entry_len, entry_len)?;
+        let t = *e.first().ok_or("truncated value entry")?;
+        let inline = slice_at(e, 1, self.osz)?;
+        let is_inline = matches!(t, 0x04..=0x06) || (self.large && matches!(t, 0x07 | 0x08));
+        if is_inline {
+            return Ok((t, JsonbSlot::Inline(inline)));
+        }
+        let off = usize::try_from(le_uint(inline)).map_err(|e| e.to_string())?;
+        let size = self.data.len();
+        if off < self.header || off >= size {
+            return Err(format!(
+                "value offset {off} outside container of size {size}"
+            ));
+        }
+        Ok((t, JsonbSlot::At(self.data.get(off..).unwrap_or(&[]))))
+    }
+}
+
 fn render_container(
     data: &[u8],
     large: bool,
@@ -1441,62 +1528,28 @@ fn render_container(
     depth: usize,
     budget: usize,
 ) -> Result<(), String> {
-    let osz = if large { 4 } else { 2 };
-    let count = usize::try_from(le_uint(slice_at(data, 0, osz)?)).map_err(|e| e.to_string())?;
-    let size = usize::try_from(le_uint(slice_at(data, osz, osz)?)).map_err(|e| e.to_string())?;
-    let data = slice_at(data, 0, size)?;
-    let key_entry = osz + 2;
-    let value_entry = 1 + osz;
-    let keys_at = 2 * osz;
-    let values_at = keys_at
-        + if object {
-            count.saturating_mul(key_entry)
-        } else {
-            0
-        };
-    let header = values_at.saturating_add(count.saturating_mul(value_entry));
-    if header > size {
-        return Err(format!(
-            "header of {count} entries exceeds container size {size}"
-        ));
-    }
+    let c = JsonbContainer::parse(data, large, object)?;
     out.push(if object { b'{' } else { b'[' });
-    for i in 0..count {
+    for i in 0..c.count {
         if i > 0 {
             out.push(b',');
         }
         if object {
-            let e = slice_at(data, keys_at + i * key_entry, key_entry)?;
-            let key_off =
-                usize::try_from(le_uint(slice_at(e, 0, osz)?)).map_err(|e| e.to_string())?;
-            let key_len =
-                usize::try_from(le_uint(slice_at(e, osz, 2)?)).map_err(|e| e.to_string())?;
-            let key = slice_at(data, key_off, key_len)?;
-            write_json_string(out, &String::from_utf8_lossy(key));
+            write_json_string(out, &String::from_utf8_lossy(c.key(i)?));
             out.push(b':');
         }
-        let e = slice_at(data, values_at + i * value_entry, value_entry)?;
-        let t = *e.first().ok_or("truncated value entry")?;
-        let inline = slice_at(e, 1, osz)?;
-        match t {
-            0x04 => render_literal(*inline.first().ok_or("truncated literal")?, out)?,
-            0x05 => push_i64(
-                out,
-                i64::from(le_uint(slice_at(inline, 0, 2)?) as u16 as i16),
-            )?,
-            0x06 => push_u64(out, le_uint(slice_at(inline, 0, 2)?))?,
-            0x07 if large => push_i64(out, i64::from(le_uint(inline) as u32 as i32))?,
-            0x08 if large => push_u64(out, le_uint(inline))?,
-            _ => {
-                let off = usize::try_from(le_uint(inline)).map_err(|e| e.to_string())?;
-                if off < header || off >= size {
-                    return Err(format!(
-                        "value offset {off} outside container of size {size}"
-                    ));
-                }
-                let v = data.get(off..).unwrap_or(&[]);
-                render_jsonb(t, v, out, depth + 1, budget)?;
+        match c.value(i)? {
+            (0x04, JsonbSlot::Inline(v)) => {
+                render_literal(*v.first().ok_or("truncated literal")?, out)?
             }
+            (0x05, JsonbSlot::Inline(v)) => {
+                push_i64(out, i64::from(le_uint(slice_at(v, 0, 2)?) as u16 as i16))?
+            }
+            (0x06, JsonbSlot::Inline(v)) => push_u64(out, le_uint(slice_at(v, 0, 2)?))?,
+            (0x07, JsonbSlot::Inline(v)) => push_i64(out, i64::from(le_uint(v) as u32 as i32))?,
+            (0x08, JsonbSlot::Inline(v)) => push_u64(out, le_uint(v))?,
+            (t, JsonbSlot::Inline(_)) => return Err(format!("inline value of type {t}")),
+            (t, JsonbSlot::At(v)) => render_jsonb(t, v, out, depth + 1, budget)?,
         }
     }
     out.push(if object { b'}' } else { b']' });
