@@ -506,17 +506,7 @@ mod tests {
         Obj(Vec<(String, M)>),
     }
 
-    fn varlen(mut n: usize, out: &mut Vec<u8>) {
-        loop {
-            let b = (n & 0x7f) as u8;
-            n >>= 7;
-            if n == 0 {
-                out.push(b);
-                return;
-            }
-            out.push(b | 0x80);
-        }
-    }
+    use crate::source::rows::test_jsonb_varlen as varlen;
 
     /// Encodes `m` as a MySQL binary JSON document (type byte + value).
     fn enc(m: &M, large: bool) -> Vec<u8> {

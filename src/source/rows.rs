@@ -1631,6 +1631,21 @@ fn render_opaque(data: &[u8], out: &mut Vec<u8>) -> Result<(), String> {
     Ok(())
 }
 
+/// Appends `n` as a binary-JSON variable-length integer (7 bits per byte, low first); for
+/// tests that build binary JSON.
+#[cfg(test)]
+pub(crate) fn test_jsonb_varlen(mut n: usize, out: &mut Vec<u8>) {
+    loop {
+        let b = (n & 0x7f) as u8;
+        n >>= 7;
+        if n == 0 {
+            out.push(b);
+            return;
+        }
+        out.push(b | 0x80);
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -2935,17 +2950,7 @@ mod tests {
         out
     }
 
-    fn varlen(mut n: usize, out: &mut Vec<u8>) {
-        loop {
-            let b = (n & 0x7f) as u8;
-            n >>= 7;
-            if n == 0 {
-                out.push(b);
-                break;
-            }
-            out.push(b | 0x80);
-        }
-    }
+    use super::test_jsonb_varlen as varlen;
 
     fn jsonb_value(v: &serde_json::Value) -> (u8, Vec<u8>) {
         use serde_json::Value as J;

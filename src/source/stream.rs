@@ -1329,6 +1329,19 @@ bootstrap_servers = "127.0.0.1:9092"
         Assembler::new(Flavor::MySql, router(), tracker, SkipSet::default())
     }
 
+    /// Feeds `(type, log_pos, body)` events, each of which must be accepted, into `a`.
+    fn feed(
+        a: &mut Assembler,
+        fde: &FormatDescriptionEvent<'_>,
+        events: &[(u8, u32, Vec<u8>)],
+        out: &mut Vec<Change>,
+    ) {
+        for (etype, pos, body) in events {
+            a.on_event(&event(fde, *etype, *pos, body), out)
+                .unwrap_or_else(|e| panic!("event type {etype} at {pos}: {e}"));
+        }
+    }
+
     fn table(db: &str, names: bool) -> TableMapBuilder {
         let mut b = TableMapBuilder::new(db, "t", vec![ColSpec::new("id", 3, &[]).not_null()]);
         b.pk = vec![0];
@@ -1578,29 +1591,27 @@ bootstrap_servers = "127.0.0.1:9092"
         );
         let mut a = assembler(true);
         let mut out = Vec::new();
-        a.on_event(
-            &event(
-                &fde,
-                types::FORMAT_DESCRIPTION,
-                0,
-                &fx::fde_body("5.7.44-log", &fx::POST_HEADER_5_7),
-            ),
+        feed(
+            &mut a,
+            &fde,
+            &[
+                (
+                    types::FORMAT_DESCRIPTION,
+                    0,
+                    fx::fde_body("5.7.44-log", &fx::POST_HEADER_5_7),
+                ),
+                // PREVIOUS_GTIDS is informational: the tracker keeps its own set.
+                (
+                    types::PREVIOUS_GTIDS,
+                    194,
+                    fx::previous_gtids_body(&[(UUID_BYTES, &[(1, 5)])]),
+                ),
+                // A 5.7 GTID event (no commit timestamps, length or server version).
+                (types::GTID, 259, fx::gtid_body(UUID_BYTES, 5, false)),
+                (types::QUERY, 331, fx::query_body("shop", "BEGIN")),
+            ],
             &mut out,
-        )
-        .unwrap();
-        // PREVIOUS_GTIDS is informational: the tracker keeps its own set.
-        let prev = fx::previous_gtids_body(&[(UUID_BYTES, &[(1, 5)])]);
-        a.on_event(&event(&fde, types::PREVIOUS_GTIDS, 194, &prev), &mut out)
-            .unwrap();
-        // A 5.7 GTID event (no commit timestamps, length or server version).
-        let gtid = fx::gtid_body(UUID_BYTES, 5, false);
-        a.on_event(&event(&fde, types::GTID, 259, &gtid), &mut out)
-            .unwrap();
-        a.on_event(
-            &event(&fde, types::QUERY, 331, &fx::query_body("shop", "BEGIN")),
-            &mut out,
-        )
-        .unwrap();
+        );
         // 5.7 has no binlog_row_metadata=FULL: the TABLE_MAP of an included table has no
         // column names, which sluice needs; it stops and names the setting.
         let e = a
@@ -1619,38 +1630,22 @@ bootstrap_servers = "127.0.0.1:9092"
         let fde = fx::fde_5_7();
         let mut a = assembler(false);
         let mut out = Vec::new();
-        a.on_event(
-            &event(
-                &fde,
-                types::ANONYMOUS_GTID,
-                200,
-                &fx::gtid_body([0; 16], 0, false),
-            ),
+        feed(
+            &mut a,
+            &fde,
+            &[
+                (types::ANONYMOUS_GTID, 200, fx::gtid_body([0; 16], 0, false)),
+                (types::QUERY, 300, fx::query_body("other", "BEGIN")),
+                (types::TABLE_MAP, 400, table("other", false).body()),
+                (
+                    types::WRITE_ROWS_V2,
+                    500,
+                    fx::rows_v2_body(42, 1, 1, &[], &[0, 7, 0, 0, 0]),
+                ),
+                (types::XID, 531, fx::xid_body(1)),
+            ],
             &mut out,
-        )
-        .unwrap();
-        a.on_event(
-            &event(&fde, types::QUERY, 300, &fx::query_body("other", "BEGIN")),
-            &mut out,
-        )
-        .unwrap();
-        a.on_event(
-            &event(&fde, types::TABLE_MAP, 400, &table("other", false).body()),
-            &mut out,
-        )
-        .unwrap();
-        a.on_event(
-            &event(
-                &fde,
-                types::WRITE_ROWS_V2,
-                500,
-                &fx::rows_v2_body(42, 1, 1, &[], &[0, 7, 0, 0, 0]),
-            ),
-            &mut out,
-        )
-        .unwrap();
-        a.on_event(&event(&fde, types::XID, 531, &fx::xid_body(1)), &mut out)
-            .unwrap();
+        );
         assert!(!out.iter().any(|c| matches!(c, Change::Begin(_))));
         assert_eq!(a.tracker().pos, 531);
     }
@@ -1662,49 +1657,28 @@ bootstrap_servers = "127.0.0.1:9092"
         let fde = fx::fde_8_0();
         let mut a = assembler(false);
         let mut out = Vec::new();
-        a.on_event(
-            &event(
-                &fde,
-                types::ANONYMOUS_GTID,
-                200,
-                &fx::gtid_body([0; 16], 0, true),
-            ),
-            &mut out,
-        )
-        .unwrap();
-        a.on_event(
-            &event(&fde, types::QUERY, 300, &fx::query_body("shop", "BEGIN")),
-            &mut out,
-        )
-        .unwrap();
-        a.on_event(
-            &event(&fde, types::TABLE_MAP, 400, &table("shop", true).body()),
-            &mut out,
-        )
-        .unwrap();
         let extra = [0u8, 3, 1, 2, 3];
-        a.on_event(
-            &event(
-                &fde,
-                types::WRITE_ROWS_V2,
-                500,
-                &fx::rows_v2_body(42, 1, 1, &extra, &[0, 7, 0, 0, 0]),
-            ),
+        feed(
+            &mut a,
+            &fde,
+            &[
+                (types::ANONYMOUS_GTID, 200, fx::gtid_body([0; 16], 0, true)),
+                (types::QUERY, 300, fx::query_body("shop", "BEGIN")),
+                (types::TABLE_MAP, 400, table("shop", true).body()),
+                (
+                    types::WRITE_ROWS_V2,
+                    500,
+                    fx::rows_v2_body(42, 1, 1, &extra, &[0, 7, 0, 0, 0]),
+                ),
+                (
+                    types::WRITE_ROWS_V2,
+                    560,
+                    fx::rows_v2_body(42, 1, 1, &[], &[0, 8, 0, 0, 0]),
+                ),
+                (types::XID, 591, fx::xid_body(1)),
+            ],
             &mut out,
-        )
-        .unwrap();
-        a.on_event(
-            &event(
-                &fde,
-                types::WRITE_ROWS_V2,
-                560,
-                &fx::rows_v2_body(42, 1, 1, &[], &[0, 8, 0, 0, 0]),
-            ),
-            &mut out,
-        )
-        .unwrap();
-        a.on_event(&event(&fde, types::XID, 591, &fx::xid_body(1)), &mut out)
-            .unwrap();
+        );
         let v = view(&out);
         assert_eq!(v.len(), 4, "{v:?}");
         assert_eq!(v[0], "B ");
