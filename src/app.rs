@@ -41,6 +41,8 @@ pub fn sink_settings(cfg: &Config) -> SinkSettings {
         transactional_id: cfg.transactional_id(),
         delivery: cfg.delivery,
         offsets_topic: cfg.kafka.offsets_topic.clone(),
+        schema_changes_topic: cfg.schema_changes_topic(),
+        schema_history_topic: cfg.kafka.schema_history_topic.clone(),
         commit_max_ms: cfg.commit.max_ms,
         commit_max_events: cfg.commit.max_events,
         idle_offset_ms: cfg.commit.idle_offset_ms,
@@ -279,8 +281,8 @@ async fn attempt(
         stats.clone(),
         tokio::runtime::Handle::current(),
     );
-    let committed = match handle.ready.await {
-        Ok(Ok(c)) => c,
+    let (committed, _history) = match handle.ready.await {
+        Ok(Ok(c)) => (c.offset, c.history),
         Ok(Err(e)) => return Err(e),
         Err(_) => return join_sink(handle.thread).await,
     };

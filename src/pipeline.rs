@@ -101,6 +101,10 @@ pub enum Change {
         /// Binlog position of the rows event (start).
         pos: u64,
     },
+    /// A DDL statement changed (or created, dropped, renamed, truncated) an included table:
+    /// the sink writes the schema-change record and the table's schema-history record in the
+    /// open Kafka transaction, before anything that follows in the binlog.
+    Schema(SchemaEvent),
     /// The open transaction committed; the source resumes at the checkpoint after it.
     Commit(Checkpoint),
     /// The source moved past binlog without included rows (filtered tables, DDL, heartbeats,
@@ -120,4 +124,18 @@ pub struct Checkpoint {
     /// xid (`x'<gtrid hex>',x'<bqual hex>',<format id>`) → `file:pos` where the prepared
     /// group starts. Its rows are read again from there when `XA COMMIT` arrives.
     pub xa_prepared: BTreeMap<String, String>,
+}
+
+/// What the sink writes for one DDL statement on an included table.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SchemaEvent {
+    /// Database of the table.
+    pub db: String,
+    /// Table name (the new name after a rename).
+    pub table: String,
+    /// The schema-change record (JSON, `schemas/schema_change.avsc`).
+    pub record: Vec<u8>,
+    /// Schema-history updates, each `(db, table, new shape)`: `None` removes the table's entry
+    /// (dropped, or renamed away).
+    pub history: Vec<(String, String, Option<Vec<u8>>)>,
 }

@@ -226,6 +226,40 @@ impl fmt::Display for Format {
     }
 }
 
+/// What happens when an included table's shape changes (DDL), per route.
+///
+/// The names follow Flink CDC's `schema.change.behavior` and Debezium's practice.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum OnSchemaChange {
+    /// `"evolve"` (default): the schema-change record is written and the new shape is
+    /// registered (Avro) before the first record of that shape commits; a change the
+    /// registry refuses (incompatible under its compatibility rule) stops the pipeline with
+    /// the registry's answer, with nothing of the new shape committed.
+    #[default]
+    Evolve,
+    /// `"fail"`: any DDL that changes the shape of a table on this route stops the pipeline
+    /// before it is committed, naming the table, the statement and (Avro) the registry's
+    /// compatibility verdict. For operators who approve every change: set the route to
+    /// `"evolve"` and restart to let it through.
+    Fail,
+    /// `"dlq"`: like `"evolve"`, but rows whose new schema the registry refuses go to the
+    /// dead-letter topic (`kafka.dlq_topic`, JSON, headers naming the error) instead of
+    /// stopping the pipeline.
+    Dlq,
+}
+
+impl OnSchemaChange {
+    /// The TOML spelling.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            OnSchemaChange::Evolve => "evolve",
+            OnSchemaChange::Fail => "fail",
+            OnSchemaChange::Dlq => "dlq",
+        }
+    }
+}
+
 /// The whole pipeline configuration (one file, one pipeline).
 ///
 /// `Serialize` writes secrets as `***` (see [`Config::redacted_json`]); it is for display,
@@ -442,6 +476,21 @@ pub struct KafkaConfig {
     /// Default: `"_sluice_offsets"`.
     #[serde(default = "default_offsets_topic")]
     pub offsets_topic: String,
+    /// Topic receiving one record per DDL statement on an included table (statement, table,
+    /// shape before and after), written in the same Kafka transaction as the offset past it.
+    /// Default: `"<name>.schema-changes"`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub schema_changes_topic: Option<String>,
+    /// Compacted topic holding each included table's latest known shape (key
+    /// `<name>/<db>.<table>`), written in the same Kafka transaction as the data and offset,
+    /// so the history never disagrees with the committed position. Default:
+    /// `"_sluice_schema_history"`.
+    #[serde(default = "default_schema_history_topic")]
+    pub schema_history_topic: String,
+    /// Dead-letter topic for rows that cannot be written to their own topic under
+    /// `on_schema_change = "dlq"`. Default: `"<name>.dlq"`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dlq_topic: Option<String>,
     /// Number of partitions of data topics that sluice creates. Default: 1.
     #[serde(default = "default_partitions")]
     pub partitions: i32,
@@ -480,6 +529,9 @@ impl fmt::Debug for KafkaConfig {
         let KafkaConfig {
             bootstrap_servers,
             offsets_topic,
+            schema_changes_topic,
+            schema_history_topic,
+            dlq_topic,
             partitions,
             replication_factor,
             topic_config,
@@ -490,6 +542,9 @@ impl fmt::Debug for KafkaConfig {
         f.debug_struct("KafkaConfig")
             .field("bootstrap_servers", bootstrap_servers)
             .field("offsets_topic", offsets_topic)
+            .field("schema_changes_topic", schema_changes_topic)
+            .field("schema_history_topic", schema_history_topic)
+            .field("dlq_topic", dlq_topic)
             .field("partitions", partitions)
             .field("replication_factor", replication_factor)
             .field("topic_config", topic_config)
@@ -563,6 +618,10 @@ pub struct RouteConfig {
     /// key, so compaction can drop the row). Default: true.
     #[serde(default = "default_true")]
     pub tombstones: bool,
+    /// What a DDL changing the shape of a table on this route does: `"evolve"` (default),
+    /// `"fail"` or `"dlq"`; see [`OnSchemaChange`].
+    #[serde(default)]
+    pub on_schema_change: OnSchemaChange,
 }
 
 fn non_empty(p: &Path) -> Option<&Path> {
@@ -586,6 +645,9 @@ fn default_reconnect_backoff_max_ms() -> u64 {
 }
 fn default_offsets_topic() -> String {
     "_sluice_offsets".to_string()
+}
+fn default_schema_history_topic() -> String {
+    "_sluice_schema_history".to_string()
 }
 fn default_partitions() -> i32 {
     1
@@ -702,6 +764,7 @@ impl Config {
             format: Format::Json,
             key_columns: Vec::new(),
             tombstones: true,
+            on_schema_change: OnSchemaChange::Evolve,
         }
     }
 
@@ -722,6 +785,22 @@ impl Config {
     /// Kafka `transactional.id` of this pipeline: `sluice-<name>`.
     pub fn transactional_id(&self) -> String {
         format!("sluice-{}", self.name)
+    }
+
+    /// The schema-change topic: `kafka.schema_changes_topic` or `<name>.schema-changes`.
+    pub fn schema_changes_topic(&self) -> String {
+        self.kafka
+            .schema_changes_topic
+            .clone()
+            .unwrap_or_else(|| format!("{}.schema-changes", self.name))
+    }
+
+    /// The dead-letter topic: `kafka.dlq_topic` or `<name>.dlq`.
+    pub fn dlq_topic(&self) -> String {
+        self.kafka
+            .dlq_topic
+            .clone()
+            .unwrap_or_else(|| format!("{}.dlq", self.name))
     }
 
     /// Key of this pipeline's records in `kafka.offsets_topic`: the name.
@@ -934,6 +1013,28 @@ impl Config {
                 "a legal Kafka topic name: 1 to 249 characters from [a-zA-Z0-9._-], not `.` or `..`",
                 "set kafka.offsets_topic, e.g. \"_sluice_offsets\" (the default)",
             ));
+        }
+        let own_topics = [
+            ("kafka.schema_changes_topic", self.schema_changes_topic()),
+            ("kafka.schema_history_topic", k.schema_history_topic.clone()),
+            ("kafka.dlq_topic", self.dlq_topic()),
+        ];
+        for (path, topic) in &own_topics {
+            if !route::is_valid_topic_name(topic) {
+                problems.push(Problem::new(
+                    *path,
+                    format!("{topic:?}"),
+                    "a legal Kafka topic name: 1 to 249 characters from [a-zA-Z0-9._-], not `.` or `..`",
+                    format!("set {path} to a legal topic name or remove it for the default"),
+                ));
+            } else if *topic == k.offsets_topic {
+                problems.push(Problem::new(
+                    *path,
+                    format!("{topic:?}, which is also kafka.offsets_topic"),
+                    "a topic of its own",
+                    format!("give {path} another name"),
+                ));
+            }
         }
         if k.partitions < 1 {
             problems.push(Problem::new(

@@ -9,7 +9,7 @@
 
 use regex::{Regex, RegexSet};
 
-use super::{Config, ConfigError, Format, Problem};
+use super::{Config, ConfigError, Format, OnSchemaChange, Problem};
 
 /// Schemas that are never captured unless `source.include_system_schemas = true`.
 pub const SYSTEM_SCHEMAS: &[&str] = &["mysql", "information_schema", "performance_schema", "sys"];
@@ -44,6 +44,8 @@ pub struct RouteTarget {
     pub key_columns: Vec<String>,
     /// Whether a delete is followed by a tombstone (null-value message with the same key).
     pub tombstones: bool,
+    /// What a DDL changing the table's shape does.
+    pub on_schema_change: OnSchemaChange,
 }
 
 /// One piece of a parsed topic template.
@@ -64,6 +66,7 @@ struct CompiledRoute {
     format: Format,
     key_columns: Vec<String>,
     tombstones: bool,
+    on_schema_change: OnSchemaChange,
 }
 
 /// Compiled table filter and route table. Build it once with [`Router::new`]; both
@@ -120,6 +123,7 @@ impl Router {
                 format: route.format,
                 key_columns: route.key_columns,
                 tombstones: route.tombstones,
+                on_schema_change: route.on_schema_change,
             });
         }
         if !problems.is_empty() {
@@ -184,6 +188,7 @@ impl Router {
                 format: route.format,
                 key_columns: route.key_columns.clone(),
                 tombstones: route.tombstones,
+                on_schema_change: route.on_schema_change,
             }));
         }
         Ok(None)

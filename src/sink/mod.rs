@@ -54,6 +54,10 @@ pub struct SinkSettings {
     pub delivery: Delivery,
     /// Compacted single-partition offsets topic.
     pub offsets_topic: String,
+    /// One record per DDL on an included table (single partition, in binlog order).
+    pub schema_changes_topic: String,
+    /// Compacted single-partition topic of each included table's latest shape.
+    pub schema_history_topic: String,
     /// Commit at most this long after a Kafka transaction's first record.
     pub commit_max_ms: u64,
     /// Commit once a Kafka transaction holds this many records (at a source boundary).
@@ -85,12 +89,23 @@ pub struct SinkStats {
     pub last_source_ts_ms: AtomicU64,
 }
 
-/// A running sink: its thread, and the committed offset it read after fencing.
+/// What the sink read after fencing: the committed offset and the schema history that was
+/// committed with it (same transactions, so they agree).
+#[derive(Debug, Default)]
+pub struct Committed {
+    /// The committed offset record, if the pipeline ever committed one.
+    pub offset: Option<OffsetRecord>,
+    /// Each included table's latest committed shape: `(db, table)` → the JSON written by
+    /// the source (a tracked table definition).
+    pub history: Vec<((String, String), Vec<u8>)>,
+}
+
+/// A running sink: its thread, and the committed state it read after fencing.
 pub struct SinkHandle {
     /// The sink thread; its result says how it ended.
     pub thread: std::thread::JoinHandle<Result<()>>,
-    /// Resolves once the producer is fenced-in and the committed offset is read.
-    pub ready: oneshot::Receiver<Result<Option<OffsetRecord>>>,
+    /// Resolves once the producer is fenced-in and the committed state is read.
+    pub ready: oneshot::Receiver<Result<Committed>>,
 }
 
 /// Starts the sink thread. It fences, reads the committed offset (reported through `ready`),
@@ -117,7 +132,7 @@ fn run(
     rx: mpsc::Receiver<Change>,
     stats: Arc<SinkStats>,
     rt: tokio::runtime::Handle,
-    ready_tx: oneshot::Sender<Result<Option<OffsetRecord>>>,
+    ready_tx: oneshot::Sender<Result<Committed>>,
 ) -> Result<()> {
     let opened = Sink::open(settings, stats);
     let mut sink = match opened {
@@ -173,7 +188,7 @@ impl Sink {
     }
 
     /// Creates the producer, fences older instances, reads the committed offset.
-    fn open(s: SinkSettings, stats: Arc<SinkStats>) -> Result<(Sink, Option<OffsetRecord>)> {
+    fn open(s: SinkSettings, stats: Arc<SinkStats>) -> Result<(Sink, Committed)> {
         let mut topics = Topics::new(&s.client, s.topics.clone())?;
         topics.ensure_offsets_topic(&s.offsets_topic)?;
         let eo = s.delivery == Delivery::ExactlyOnce;
@@ -196,6 +211,11 @@ impl Sink {
             &s.name,
             Duration::from_secs(60),
         )?;
+        let history = read_history(&s)?;
+        let committed = Committed {
+            offset: committed,
+            history,
+        };
         let sink = Sink {
             encoder: JsonEncoder::new(&s.name),
             producer,
@@ -307,6 +327,15 @@ impl Sink {
                 self.write_rows(&table, kind, &rows, pos)?;
                 self.check_txn_age()?;
             }
+            Change::Schema(ev) => {
+                if !self.source_open {
+                    return Err(Error::definite(format!(
+                        "internal: schema change of {}.{} outside a transaction at {}",
+                        ev.db, ev.table, self.meta.file
+                    )));
+                }
+                self.write_schema_event(&ev)?;
+            }
             Change::Commit(cp) => {
                 self.source_open = false;
                 self.pending = Some(cp);
@@ -358,6 +387,42 @@ impl Sink {
                     })?;
                 self.kafka_records += 1;
             }
+        }
+        Ok(())
+    }
+
+    /// Writes a DDL's schema-change record and its schema-history updates into the open
+    /// Kafka transaction, so they commit together with the offset past the statement.
+    fn write_schema_event(&mut self, ev: &crate::pipeline::SchemaEvent) -> Result<()> {
+        self.topics
+            .ensure_ordered_topic(&self.s.schema_changes_topic)?;
+        self.topics
+            .ensure_history_topic(&self.s.schema_history_topic)?;
+        let key = serde_json::json!({"db": ev.db, "table": ev.table}).to_string();
+        let at = |e: Error| {
+            e.context(format!(
+                "writing the schema change of {}.{} (binlog {}:{})",
+                ev.db, ev.table, self.meta.file, self.meta.pos
+            ))
+        };
+        self.producer
+            .send(
+                &self.s.schema_changes_topic,
+                Some(key.as_bytes()),
+                Some(&ev.record),
+            )
+            .map_err(at)?;
+        self.kafka_records += 1;
+        for (db, table, shape) in &ev.history {
+            let hkey = history_key(&self.s.name, db, table);
+            self.producer
+                .send(
+                    &self.s.schema_history_topic,
+                    Some(hkey.as_bytes()),
+                    shape.as_deref(),
+                )
+                .map_err(at)?;
+            self.kafka_records += 1;
         }
         Ok(())
     }
@@ -489,6 +554,32 @@ impl Sink {
         }
         self.kafka_open = false;
     }
+}
+
+/// Key of a table's record in the schema-history topic: `<pipeline>/<db>.<table>`.
+pub fn history_key(pipeline: &str, db: &str, table: &str) -> String {
+    format!("{pipeline}/{db}.{table}")
+}
+
+/// Reads this pipeline's committed schema history (after fencing, so it matches the
+/// committed offset). The key's `<db>.<table>` part is split at the first dot: database
+/// names cannot contain one unquoted, and the JSON value names both parts exactly anyway.
+fn read_history(s: &SinkSettings) -> Result<Vec<((String, String), Vec<u8>)>> {
+    let prefix = format!("{}/", s.name);
+    let latest = offsets::read_committed_latest(
+        &s.client,
+        &s.schema_history_topic,
+        &format!("sluice-history-reader-{}", s.name),
+        |k| k.starts_with(prefix.as_bytes()),
+        Duration::from_secs(60),
+    )?;
+    let mut out = Vec::with_capacity(latest.len());
+    for (key, value) in latest {
+        let key = String::from_utf8_lossy(&key[prefix.len()..]).into_owned();
+        let (db, table) = key.split_once('.').unwrap_or((key.as_str(), ""));
+        out.push(((db.to_string(), table.to_string()), value));
+    }
+    Ok(out)
 }
 
 /// `sluice offsets set`: fences any running instance (same transactional id), then commits an

@@ -113,20 +113,44 @@ pub fn now_ms() -> u64 {
 
 /// Reads the last committed offset record of `pipeline` from `topic` with a `read_committed`
 /// consumer. Blocking: call it from a blocking thread, after `init_transactions`.
-///
-/// The offsets topic may be shared by several pipelines, whose open transactions hold back the
-/// last stable offset (LSO), so "end of partition" may never come. The reader therefore takes
-/// the high watermark *before* reading: every record of this pipeline is below it. It reads
-/// until it has passed that mark, or until the LSO has passed it (every record below the mark
-/// is decided) and nothing more arrived for a short while.
 pub fn read_committed_offset(
     base: &ClientConfig,
     topic: &str,
     pipeline: &str,
     timeout: Duration,
 ) -> Result<Option<OffsetRecord>> {
+    let latest = read_committed_latest(
+        base,
+        topic,
+        &format!("sluice-offsets-reader-{pipeline}"),
+        |key| key == pipeline.as_bytes(),
+        timeout,
+    )?;
+    match latest.get(pipeline.as_bytes()) {
+        Some(bytes) => Ok(Some(OffsetRecord::from_bytes(bytes)?)),
+        None => Ok(None),
+    }
+}
+
+/// Reads the latest committed value of every key accepted by `accept` from the
+/// single-partition compacted `topic` (a tombstone removes the key), with a `read_committed`
+/// consumer. Blocking: call it from a blocking thread, after `init_transactions`.
+///
+/// The topic may be shared by several pipelines, whose open transactions hold back the
+/// last stable offset (LSO), so "end of partition" may never come. The reader therefore takes
+/// the high watermark *before* reading: every record of this pipeline is below it. It reads
+/// until it has passed that mark, or until the LSO has passed it (every record below the mark
+/// is decided) and nothing more arrived for a short while.
+pub fn read_committed_latest(
+    base: &ClientConfig,
+    topic: &str,
+    group: &str,
+    accept: impl Fn(&[u8]) -> bool,
+    timeout: Duration,
+) -> Result<std::collections::BTreeMap<Vec<u8>, Vec<u8>>> {
+    let mut latest = std::collections::BTreeMap::new();
     let mut cfg = base.clone();
-    cfg.set("group.id", format!("sluice-offsets-reader-{pipeline}"))
+    cfg.set("group.id", group)
         .set("enable.auto.commit", "false")
         .set("enable.auto.offset.store", "false")
         .set("enable.partition.eof", "true")
@@ -136,7 +160,7 @@ pub fn read_committed_offset(
         let mut c = cfg.clone();
         c.set("isolation.level", isolation);
         c.create_with_context(ReaderContext)
-            .map_err(|e| Error::definite(format!("cannot create the offsets reader: {e}")))
+            .map_err(|e| Error::definite(format!("cannot create a reader of `{topic}`: {e}")))
     };
     let probe = create("read_uncommitted")?;
     let consumer = create("read_committed")?;
@@ -147,42 +171,45 @@ pub fn read_committed_offset(
                 Ok(None)
             }
             Err(e) => Err(Error::transient(format!(
-                "reading the end of the offsets topic `{topic}`: {e}"
+                "reading the end of `{topic}`: {e}"
             ))),
         }
     };
     let Some(high) = watermark(&probe)? else {
-        return Ok(None);
+        return Ok(latest);
     };
     if high <= 0 {
-        return Ok(None);
+        return Ok(latest);
     }
     let mut tpl = TopicPartitionList::new();
     tpl.add_partition_offset(topic, 0, Offset::Beginning)
-        .map_err(|e| Error::definite(format!("offsets topic `{topic}`: {e}")))?;
+        .map_err(|e| Error::definite(format!("topic `{topic}`: {e}")))?;
     consumer
         .assign(&tpl)
-        .map_err(|e| Error::transient(format!("assigning offsets topic `{topic}`: {e}")))?;
+        .map_err(|e| Error::transient(format!("assigning topic `{topic}`: {e}")))?;
 
     let deadline = Instant::now() + timeout;
-    let mut latest: Option<OffsetRecord> = None;
     let mut decided_since: Option<Instant> = None;
     let mut last_check = Instant::now();
     loop {
         if Instant::now() > deadline {
             return Err(Error::transient(format!(
-                "timed out reading the committed offset from `{topic}` after {timeout:?} \
-                 (a transaction on the offsets topic stayed open)"
+                "timed out reading committed records from `{topic}` after {timeout:?} \
+                 (a transaction on the topic stayed open)"
             )));
         }
         match consumer.poll(Duration::from_millis(100)) {
             Some(Ok(msg)) => {
                 let next = msg.offset() + 1;
-                if msg.key() == Some(pipeline.as_bytes()) {
+                if let Some(key) = msg.key().filter(|k| accept(k)) {
                     match msg.payload() {
-                        // A tombstone resets the pipeline (written by an operator).
-                        None => latest = None,
-                        Some(p) => latest = Some(OffsetRecord::from_bytes(p)?),
+                        // A tombstone removes the key (e.g. an operator's offset reset).
+                        None => {
+                            latest.remove(key);
+                        }
+                        Some(p) => {
+                            latest.insert(key.to_vec(), p.to_vec());
+                        }
                     }
                 }
                 if next >= high {
@@ -191,11 +218,7 @@ pub fn read_committed_offset(
                 decided_since = None;
             }
             Some(Err(KafkaError::PartitionEOF(_))) => return Ok(latest),
-            Some(Err(e)) => {
-                return Err(Error::transient(format!(
-                    "reading the offsets topic `{topic}`: {e}"
-                )))
-            }
+            Some(Err(e)) => return Err(Error::transient(format!("reading `{topic}`: {e}"))),
             None => {
                 if let Some(since) = decided_since {
                     if since.elapsed() > Duration::from_millis(1000) {

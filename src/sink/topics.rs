@@ -152,6 +152,39 @@ impl Topics {
 
     /// Makes sure the offsets topic exists, is compacted and has one partition.
     pub fn ensure_offsets_topic(&mut self, topic: &str) -> Result<()> {
+        self.ensure_compacted_topic(topic, "kafka.offsets_topic", "offsets")
+    }
+
+    /// Makes sure the schema-history topic exists, is compacted and has one partition.
+    pub fn ensure_history_topic(&mut self, topic: &str) -> Result<()> {
+        self.ensure_compacted_topic(topic, "kafka.schema_history_topic", "schema history")
+    }
+
+    /// Makes sure a topic that must keep its records in one order (the schema-change topic)
+    /// exists; created with one partition and the data topics' other settings.
+    pub fn ensure_ordered_topic(&mut self, topic: &str) -> Result<()> {
+        if self.known.contains(topic) {
+            return Ok(());
+        }
+        if self.partition_count(topic)?.is_none() {
+            let cfg: Vec<(&str, &str)> = self
+                .settings
+                .config
+                .iter()
+                .filter(|(k, _)| k.as_str() != "cleanup.policy")
+                .map(|(k, v)| (k.as_str(), v.as_str()))
+                .collect();
+            self.create(topic, 1, &cfg)?;
+        }
+        self.known.insert(topic.to_string());
+        Ok(())
+    }
+
+    /// A compacted single-partition topic of sluice's own (`setting` names it in errors).
+    fn ensure_compacted_topic(&mut self, topic: &str, setting: &str, what: &str) -> Result<()> {
+        if self.known.contains(topic) {
+            return Ok(());
+        }
         match self.partition_count(topic)? {
             None => {
                 self.create(
@@ -163,12 +196,12 @@ impl Topics {
                     ],
                 )?;
             }
-            Some(1) => self.check_compacted(topic)?,
+            Some(1) => self.check_compacted(topic, setting, what)?,
             Some(n) => {
                 return Err(Error::definite(format!(
-                    "offsets topic `{topic}` has {n} partitions, expected 1: sluice keeps its \
-                     offsets in one partition so the last record is the latest; set \
-                     `kafka.offsets_topic` to a new name or recreate the topic with 1 partition"
+                    "{what} topic `{topic}` has {n} partitions, expected 1: sluice keeps its \
+                     {what} records in one partition so the last record of a key is the latest; \
+                     set `{setting}` to a new name or recreate the topic with 1 partition"
                 )))
             }
         }
@@ -176,7 +209,7 @@ impl Topics {
         Ok(())
     }
 
-    fn check_compacted(&self, topic: &str) -> Result<()> {
+    fn check_compacted(&self, topic: &str, setting: &str, what: &str) -> Result<()> {
         let opts = AdminOptions::new().request_timeout(Some(self.timeout));
         let spec = ResourceSpecifier::Topic(topic);
         let res = futures_executor::block_on(self.admin.describe_configs([&spec], &opts))
@@ -194,10 +227,10 @@ impl Topics {
             .unwrap_or_default();
         if !policy.split(',').any(|p| p.trim() == "compact") {
             return Err(Error::definite(format!(
-                "offsets topic `{topic}` has cleanup.policy={policy:?}, expected \"compact\": with \
-                 deletion the committed offset would expire and the pipeline would start over; run \
+                "{what} topic `{topic}` has cleanup.policy={policy:?}, expected \"compact\": with \
+                 deletion its records would expire and the pipeline would lose its {what}; run \
                  `kafka-configs --alter --entity-type topics --entity-name {topic} --add-config \
-                 cleanup.policy=compact` or set `kafka.offsets_topic` to a new topic"
+                 cleanup.policy=compact` or set `{setting}` to a new topic"
             )));
         }
         Ok(())

@@ -934,7 +934,12 @@ impl Assembler {
         }
         if let Some((image, absent)) = hdr.incomplete_image() {
             return Err(Error::definite(format!(
-                "rows event of {}.{} at {at}: its {image} image leaves out {absent} of {}                  columns, so the transaction was written with binlog_row_image=MINIMAL or                  NOBLOB (a session or global override); sluice needs complete images to emit                  exact changes and emits nothing of this transaction. Fix: SET GLOBAL                  binlog_row_image='FULL' (and in the server config), make sure no application                  sets it per session, then restart sluice",
+                "rows event of {}.{} at {at}: its {image} image leaves out {absent} of {} \
+                 columns, so the transaction was written with binlog_row_image=MINIMAL or \
+                 NOBLOB (a session or global override); sluice needs complete images to emit \
+                 exact changes and emits nothing of this transaction. Fix: SET GLOBAL \
+                 binlog_row_image='FULL' (and in the server config), make sure no application \
+                 sets it per session, then restart sluice",
                 ctx.schema.db, ctx.schema.table, hdr.column_count
             )));
         }
@@ -1377,6 +1382,7 @@ bootstrap_servers = "127.0.0.1:9092"
                 Change::Rows { rows, .. } => format!("R {:?}", rows[0].after),
                 Change::Commit(cp) => format!("C {}", cp.position),
                 Change::Progress(cp) => format!("P {}", cp.position),
+                Change::Schema(ev) => format!("S {}.{}", ev.db, ev.table),
             })
             .collect()
     }

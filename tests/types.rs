@@ -1,0 +1,742 @@
+//! The type matrix: every column type family goes through insert, update and delete (plus a row
+//! of NULLs) on the real server, and every value sluice writes is compared with the value read
+//! back from the server with a plain `SELECT`.
+//!
+//! The oracle is independent of sluice's decoders: the `SELECT` computes each value's canonical
+//! form on the server (days since the epoch with `DATEDIFF`, microseconds with `TIMESTAMPDIFF`,
+//! `HEX` of bytes, `ST_AsWKB` of geometries, ...), and the test turns what it consumed from Kafka
+//! into the same canonical form with the documented rendering of each format.
+
+mod support;
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use base64::Engine as _;
+use mysql_async::prelude::*;
+use serde_json::{json, Value as J};
+use support::*;
+
+/// How a column's value is compared.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Fam {
+    /// Any integer: canonical decimal text.
+    Int,
+    /// FLOAT: compared as f32.
+    Float,
+    /// DOUBLE: compared as f64.
+    Double,
+    /// DECIMAL: exact text with scale.
+    Decimal,
+    /// BIT(1): boolean.
+    Bit1,
+    /// BIT(n > 1): the unsigned value.
+    Bits,
+    /// Character data.
+    Str,
+    /// Binary data: hex.
+    Bin,
+    /// ENUM member.
+    Enum,
+    /// SET members.
+    Set,
+    /// JSON document.
+    Json,
+    /// DATE: days since 1970-01-01 (zero date: null).
+    Date,
+    /// TIME: microseconds.
+    Time,
+    /// DATETIME(fsp): microseconds since the epoch (zero: null).
+    DateTime(u8),
+    /// TIMESTAMP(fsp): microseconds since the epoch, UTC.
+    Timestamp(u8),
+    /// YEAR.
+    Year,
+    /// GEOMETRY: (srid, WKB hex).
+    Geom,
+}
+
+/// One column of a matrix table: name, SQL type, family, and the literals of row A and B.
+pub struct Col {
+    pub name: &'static str,
+    pub ty: &'static str,
+    pub fam: Fam,
+    pub a: &'static str,
+    pub b: &'static str,
+}
+
+const fn col(
+    name: &'static str,
+    ty: &'static str,
+    fam: Fam,
+    a: &'static str,
+    b: &'static str,
+) -> Col {
+    Col {
+        name,
+        ty,
+        fam,
+        a,
+        b,
+    }
+}
+
+/// One table per type family.
+pub fn matrix(flavor: Flavor) -> Vec<(&'static str, Vec<Col>)> {
+    use Fam::*;
+    let mut tables = vec![
+        (
+            "ints",
+            vec![
+                col("ti", "TINYINT", Int, "-128", "127"),
+                col("tiu", "TINYINT UNSIGNED", Int, "0", "255"),
+                col("si", "SMALLINT", Int, "-32768", "32767"),
+                col("siu", "SMALLINT UNSIGNED", Int, "0", "65535"),
+                col("mi", "MEDIUMINT", Int, "-8388608", "8388607"),
+                col("miu", "MEDIUMINT UNSIGNED", Int, "0", "16777215"),
+                col("i", "INT", Int, "-2147483648", "2147483647"),
+                col("iu", "INT UNSIGNED", Int, "0", "4294967295"),
+                col(
+                    "bi",
+                    "BIGINT",
+                    Int,
+                    "-9223372036854775808",
+                    "9223372036854775807",
+                ),
+                col(
+                    "biu",
+                    "BIGINT UNSIGNED",
+                    Int,
+                    "9223372036854775808",
+                    "18446744073709551615",
+                ),
+            ],
+        ),
+        (
+            "nums",
+            vec![
+                col("d1", "DECIMAL(1,0)", Decimal, "-9", "7"),
+                col("d10", "DECIMAL(10,2)", Decimal, "-12345678.90", "0.05"),
+                col(
+                    "d65",
+                    "DECIMAL(65,0)",
+                    Decimal,
+                    "-99999999999999999999999999999999999999999999999999999999999999999",
+                    "12345678901234567890123456789012345678901234567890123456789012345",
+                ),
+                col(
+                    "d65s30",
+                    "DECIMAL(65,30)",
+                    Decimal,
+                    "-12345678901234567890123456789012345.123456789012345678901234567890",
+                    "0.000000000000000000000000000001",
+                ),
+                col("f", "FLOAT", Float, "-3.40282e38", "1.17549e-38"),
+                col(
+                    "dd",
+                    "DOUBLE",
+                    Double,
+                    "-1.7976931348623157e308",
+                    "2.2250738585072014e-308",
+                ),
+            ],
+        ),
+        (
+            "bits",
+            vec![
+                col("b1", "BIT(1)", Bit1, "b'1'", "b'0'"),
+                col("b9", "BIT(9)", Bits, "b'100000001'", "b'0'"),
+                col(
+                    "b64",
+                    "BIT(64)",
+                    Bits,
+                    "b'1111111111111111111111111111111111111111111111111111111111111111'",
+                    "b'1000000000000000000000000000000000000000000000000000000000000001'",
+                ),
+            ],
+        ),
+        (
+            "strs",
+            vec![
+                col("c", "CHAR(10) CHARACTER SET utf8mb4", Str, "'abc'", "''"),
+                col(
+                    "vc",
+                    "VARCHAR(100) CHARACTER SET utf8mb4",
+                    Str,
+                    "'Ann ü😀 \"q\" \\\\ \\n'",
+                    "'𝄞 music'",
+                ),
+                col(
+                    "l1",
+                    "VARCHAR(20) CHARACTER SET latin1",
+                    Str,
+                    "'café €'",
+                    "'Ångström'",
+                ),
+                col("tt", "TINYTEXT", Str, "'tiny'", "''"),
+                col("tx", "TEXT", Str, "REPEAT('text ', 100)", "'x'"),
+                col("mt", "MEDIUMTEXT", Str, "REPEAT('m😀', 1000)", "''"),
+                col("lt", "LONGTEXT", Str, "'long'", "REPEAT('L', 70000)"),
+                col("e", "ENUM('a','b c','ü')", Enum, "'b c'", "'ü'"),
+                col("s", "SET('x','y','z')", Set, "'x,z'", "''"),
+            ],
+        ),
+        (
+            "bins",
+            vec![
+                col("bn", "BINARY(4)", Bin, "X'00FF'", "X'01020304'"),
+                col("vb", "VARBINARY(10)", Bin, "X'00'", "X''"),
+                col("tb", "TINYBLOB", Bin, "X'DEADBEEF'", "X''"),
+                col("bl", "BLOB", Bin, "X'000102'", "REPEAT(X'AB', 300)"),
+                col("mb", "MEDIUMBLOB", Bin, "REPEAT(X'00', 70000)", "X'FF'"),
+                col("lb", "LONGBLOB", Bin, "X'7F'", "X'80'"),
+            ],
+        ),
+        (
+            "docs",
+            vec![col(
+                "j",
+                "JSON",
+                Json,
+                "'{\"k\": [1, 2.5, \"ü\", null, true], \"n\": {\"x\": -1}}'",
+                "'[]'",
+            )],
+        ),
+        (
+            "temporal",
+            vec![
+                col("dt", "DATE", Date, "'1000-01-01'", "'9999-12-31'"),
+                col("dz", "DATE", Date, "'0000-00-00'", "'1970-01-01'"),
+                col("t0", "TIME", Time, "'-838:59:59'", "'838:59:59'"),
+                col(
+                    "t6",
+                    "TIME(6)",
+                    Time,
+                    "'-00:00:00.000001'",
+                    "'12:34:56.789012'",
+                ),
+                col(
+                    "dt0",
+                    "DATETIME",
+                    DateTime(0),
+                    "'1000-01-01 00:00:00'",
+                    "'9999-12-31 23:59:59'",
+                ),
+                col(
+                    "dt3",
+                    "DATETIME(3)",
+                    DateTime(3),
+                    "'2024-03-01 10:20:30.123'",
+                    "'1969-12-31 23:59:59.999'",
+                ),
+                col(
+                    "dt6",
+                    "DATETIME(6)",
+                    DateTime(6),
+                    "'2024-03-01 10:20:30.123456'",
+                    "'0000-00-00 00:00:00'",
+                ),
+                col(
+                    "ts0",
+                    "TIMESTAMP NULL",
+                    Timestamp(0),
+                    "'1970-01-01 00:00:01'",
+                    "'2038-01-19 03:14:07'",
+                ),
+                col(
+                    "ts3",
+                    "TIMESTAMP(3) NULL",
+                    Timestamp(3),
+                    "'2024-03-01 10:20:30.456'",
+                    "'2000-02-29 00:00:00.001'",
+                ),
+                col(
+                    "ts6",
+                    "TIMESTAMP(6) NULL",
+                    Timestamp(6),
+                    "'2024-03-01 10:20:30.000001'",
+                    "'2024-03-01 10:20:30.999999'",
+                ),
+                col("y", "YEAR", Year, "1901", "2155"),
+            ],
+        ),
+        (
+            "geo",
+            vec![
+                col(
+                    "g",
+                    "GEOMETRY",
+                    Geom,
+                    "ST_GeomFromText('LINESTRING(0 0, 1 1, 2.5 -3)')",
+                    "ST_GeomFromText('POLYGON((0 0, 1 0, 1 1, 0 0))')",
+                ),
+                col(
+                    "p",
+                    "POINT",
+                    Geom,
+                    "ST_GeomFromText('POINT(1.5 -2.25)')",
+                    "ST_GeomFromText('POINT(0 0)')",
+                ),
+            ],
+        ),
+    ];
+    if !flavor.mysql {
+        tables.push((
+            "maria",
+            vec![
+                col(
+                    "u",
+                    "UUID",
+                    Str,
+                    "'123e4567-e89b-12d3-a456-426614174000'",
+                    "'00000000-0000-0000-0000-000000000001'",
+                ),
+                col(
+                    "ip",
+                    "INET6",
+                    Str,
+                    "'2001:db8::ff00:42:8329'",
+                    "'::ffff:192.0.2.1'",
+                ),
+            ],
+        ));
+    }
+    tables
+}
+
+/// The server-side expression giving column `c`'s canonical form as text (NULL stays NULL).
+fn oracle(c: &Col) -> String {
+    let n = c.name;
+    match c.fam {
+        Fam::Int | Fam::Decimal | Fam::Str | Fam::Enum | Fam::Set => format!("CAST({n} AS CHAR)"),
+        Fam::Float | Fam::Double => format!("{n}"),
+        Fam::Bit1 | Fam::Bits => format!("CAST({n} + 0 AS CHAR)"),
+        Fam::Bin => format!("HEX({n})"),
+        Fam::Json => format!("CAST({n} AS CHAR)"),
+        Fam::Date => format!("CAST(DATEDIFF({n}, '1970-01-01') AS CHAR)"),
+        Fam::Time => format!(
+            "CAST(IF({n} < TIME'00:00:00', -1, 1) * ((HOUR({n}) * 3600 + MINUTE({n}) * 60 + \
+             SECOND({n})) * 1000000 + MICROSECOND({n})) AS CHAR)"
+        ),
+        Fam::DateTime(_) | Fam::Timestamp(_) => format!(
+            "CAST(IF(MONTH({n}) = 0, NULL, TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', {n})) AS CHAR)"
+        ),
+        Fam::Year => format!("CAST({n} + 0 AS CHAR)"),
+        Fam::Geom => format!("CONCAT(ST_SRID({n}), ':', HEX(ST_AsWKB({n})))"),
+    }
+}
+
+/// Canonical JSON of a `SELECT` result cell.
+fn canon_select(fam: Fam, v: &mysql_async::Value) -> J {
+    use mysql_async::Value as V;
+    let text = |v: &V| -> Option<String> {
+        match v {
+            V::NULL => None,
+            V::Bytes(b) => Some(String::from_utf8_lossy(b).into_owned()),
+            V::Int(i) => Some(i.to_string()),
+            V::UInt(u) => Some(u.to_string()),
+            other => Some(format!("{other:?}")),
+        }
+    };
+    if *v == V::NULL {
+        return J::Null;
+    }
+    match fam {
+        Fam::Float => match v {
+            V::Float(f) => json!(f.to_bits()),
+            V::Double(d) => json!((*d as f32).to_bits()),
+            V::Bytes(b) => json!(String::from_utf8_lossy(b)
+                .parse::<f32>()
+                .expect("float")
+                .to_bits()),
+            other => panic!("FLOAT as {other:?}"),
+        },
+        Fam::Double => match v {
+            V::Double(d) => json!(d.to_bits()),
+            V::Bytes(b) => json!(String::from_utf8_lossy(b)
+                .parse::<f64>()
+                .expect("double")
+                .to_bits()),
+            other => panic!("DOUBLE as {other:?}"),
+        },
+        Fam::Bit1 => json!(text(v).as_deref() == Some("1")),
+        Fam::Json => serde_json::from_str(&text(v).unwrap_or_default()).expect("JSON from SELECT"),
+        Fam::Set => {
+            let t = text(v).unwrap_or_default();
+            J::Array(
+                t.split(',')
+                    .filter(|s| !s.is_empty())
+                    .map(|s| json!(s))
+                    .collect(),
+            )
+        }
+        Fam::Geom => {
+            let t = text(v).unwrap_or_default();
+            let (srid, wkb) = t.split_once(':').expect("srid:wkb");
+            json!({"srid": srid.parse::<i64>().expect("srid"), "wkb": wkb.to_ascii_uppercase()})
+        }
+        Fam::Int
+        | Fam::Decimal
+        | Fam::Str
+        | Fam::Enum
+        | Fam::Bits
+        | Fam::Bin
+        | Fam::Date
+        | Fam::Time
+        | Fam::DateTime(_)
+        | Fam::Timestamp(_)
+        | Fam::Year => match text(v) {
+            Some(t) => json!(t),
+            None => J::Null,
+        },
+    }
+}
+
+fn hex(b: &[u8]) -> String {
+    b.iter().map(|x| format!("{x:02X}")).collect()
+}
+
+fn b64(s: &str) -> Vec<u8> {
+    base64::engine::general_purpose::STANDARD
+        .decode(s)
+        .unwrap_or_else(|e| panic!("base64 {s:?}: {e}"))
+}
+
+/// Days since 1970-01-01 of a proleptic Gregorian date.
+fn days_from_civil(y: i64, m: i64, d: i64) -> i64 {
+    let y = if m <= 2 { y - 1 } else { y };
+    let era = if y >= 0 { y } else { y - 399 } / 400;
+    let yoe = y - era * 400;
+    let mp = (m + 9) % 12;
+    let doy = (153 * mp + 2) / 5 + d - 1;
+    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    era * 146_097 + doe - 719_468
+}
+
+/// Microseconds since the epoch of `YYYY-MM-DDTHH:MM:SS[.f]Z`.
+fn iso_micros(s: &str) -> i64 {
+    let s = s
+        .strip_suffix('Z')
+        .unwrap_or_else(|| panic!("not UTC: {s}"));
+    let (date, time) = s.split_once('T').expect("T");
+    let dp: Vec<i64> = date.split('-').map(|x| x.parse().expect("date")).collect();
+    let (hms, frac) = time.split_once('.').unwrap_or((time, ""));
+    let tp: Vec<i64> = hms.split(':').map(|x| x.parse().expect("time")).collect();
+    let mut micros = 0i64;
+    if !frac.is_empty() {
+        let padded = format!("{frac:0<6}");
+        micros = padded[..6].parse().expect("fraction");
+    }
+    (days_from_civil(dp[0], dp[1], dp[2]) * 86_400 + tp[0] * 3600 + tp[1] * 60 + tp[2]) * 1_000_000
+        + micros
+}
+
+/// Canonical form of a value in sluice's JSON format (README's JSON type table).
+pub fn canon_json(fam: Fam, v: &J) -> J {
+    if v.is_null() {
+        return J::Null;
+    }
+    let num = |v: &J| -> String {
+        match v {
+            J::Number(n) => n.to_string(),
+            other => panic!("expected a number, got {other}"),
+        }
+    };
+    match fam {
+        Fam::Int | Fam::Year => json!(num(v)),
+        Fam::Float => json!((v.as_f64().expect("float") as f32).to_bits()),
+        Fam::Double => json!(v.as_f64().expect("double").to_bits()),
+        Fam::Decimal | Fam::Str | Fam::Enum => v.clone(),
+        Fam::Bit1 => v.clone(),
+        Fam::Bits => {
+            // Little-endian bytes (as Debezium).
+            let bytes = b64(v.as_str().expect("bits base64"));
+            let mut n: u64 = 0;
+            for (i, b) in bytes.iter().enumerate() {
+                n |= u64::from(*b) << (8 * i);
+            }
+            json!(n.to_string())
+        }
+        Fam::Bin => json!(hex(&b64(v.as_str().expect("base64")))),
+        Fam::Set => J::Array(
+            v.as_str()
+                .expect("set string")
+                .split(',')
+                .filter(|s| !s.is_empty())
+                .map(|s| json!(s))
+                .collect(),
+        ),
+        Fam::Json => {
+            serde_json::from_str(v.as_str().expect("json text")).expect("JSON text parses")
+        }
+        Fam::Date | Fam::Time => json!(num(v)),
+        Fam::DateTime(fsp) => {
+            let n: i64 = num(v).parse().expect("datetime");
+            json!(if fsp <= 3 { n * 1000 } else { n }.to_string())
+        }
+        Fam::Timestamp(_) => json!(iso_micros(v.as_str().expect("timestamp string")).to_string()),
+        Fam::Geom => {
+            let wkb = b64(v["wkb"].as_str().expect("wkb"));
+            json!({"srid": v["srid"].as_i64().unwrap_or(0), "wkb": hex(&wkb)})
+        }
+    }
+}
+
+/// The canonical values of one table row, by column name (id included).
+pub type Row = BTreeMap<String, J>;
+
+/// What the source holds at each step of a table's script.
+pub struct Expected {
+    /// Row A (after the insert).
+    pub a: Row,
+    /// Row B (after the update).
+    pub b: Row,
+    /// The row of NULLs.
+    pub n: Row,
+}
+
+/// Creates the matrix tables in `db`.
+pub async fn create_tables(c: &mut mysql_async::Conn, db: &str, tables: &[(&str, Vec<Col>)]) {
+    for (t, cols) in tables {
+        let defs: Vec<String> = cols
+            .iter()
+            .map(|c| format!("{} {}", c.name, c.ty))
+            .collect();
+        exec(
+            c,
+            &[&format!(
+                "CREATE TABLE {db}.{t} (id INT PRIMARY KEY, {}) CHARACTER SET utf8mb4",
+                defs.join(", ")
+            )],
+        )
+        .await;
+    }
+}
+
+async fn select_row(c: &mut mysql_async::Conn, db: &str, t: &str, cols: &[Col], id: i32) -> Row {
+    let exprs: Vec<String> = cols.iter().map(oracle).collect();
+    let row: mysql_async::Row = c
+        .query_first(format!(
+            "SELECT {} FROM {db}.{t} WHERE id = {id}",
+            exprs.join(", ")
+        ))
+        .await
+        .expect("select")
+        .expect("row exists");
+    let mut out = Row::new();
+    out.insert("id".into(), json!(id.to_string()));
+    for (i, col) in cols.iter().enumerate() {
+        let v: mysql_async::Value = row.get(i).expect("cell");
+        out.insert(col.name.into(), canon_select(col.fam, &v));
+    }
+    out
+}
+
+/// Runs insert A, update to B, delete, insert of a NULL row on every table, returning what
+/// the server held at each step.
+pub async fn run_script(
+    c: &mut mysql_async::Conn,
+    db: &str,
+    tables: &[(&str, Vec<Col>)],
+) -> BTreeMap<String, Expected> {
+    exec(c, &["SET time_zone = '+00:00'", "SET sql_mode = ''"]).await;
+    let mut out = BTreeMap::new();
+    for (t, cols) in tables {
+        let names: Vec<&str> = cols.iter().map(|c| c.name).collect();
+        let a: Vec<&str> = cols.iter().map(|c| c.a).collect();
+        exec(
+            c,
+            &[&format!(
+                "INSERT INTO {db}.{t} (id, {}) VALUES (1, {})",
+                names.join(", "),
+                a.join(", ")
+            )],
+        )
+        .await;
+        let ra = select_row(c, db, t, cols, 1).await;
+        let sets: Vec<String> = cols
+            .iter()
+            .map(|c| format!("{} = {}", c.name, c.b))
+            .collect();
+        exec(
+            c,
+            &[&format!(
+                "UPDATE {db}.{t} SET {} WHERE id = 1",
+                sets.join(", ")
+            )],
+        )
+        .await;
+        let rb = select_row(c, db, t, cols, 1).await;
+        exec(
+            c,
+            &[
+                &format!("DELETE FROM {db}.{t} WHERE id = 1"),
+                &format!("INSERT INTO {db}.{t} (id) VALUES (2)"),
+            ],
+        )
+        .await;
+        let rn = select_row(c, db, t, cols, 2).await;
+        out.insert(
+            t.to_string(),
+            Expected {
+                a: ra,
+                b: rb,
+                n: rn,
+            },
+        );
+    }
+    out
+}
+
+/// One consumed change in canonical form: op, before, after (None for a tombstone).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Canon {
+    pub key: Option<Row>,
+    pub op: Option<String>,
+    pub before: Option<Row>,
+    pub after: Option<Row>,
+}
+
+/// Checks a table's consumed changes against what the server held.
+pub fn check_table(flavor: &str, format: &str, table: &str, exp: &Expected, got: &[Canon]) {
+    let key = |id: &str| {
+        let mut k = Row::new();
+        k.insert("id".into(), json!(id));
+        Some(k)
+    };
+    let want = vec![
+        Canon {
+            key: key("1"),
+            op: Some("c".into()),
+            before: None,
+            after: Some(exp.a.clone()),
+        },
+        Canon {
+            key: key("1"),
+            op: Some("u".into()),
+            before: Some(exp.a.clone()),
+            after: Some(exp.b.clone()),
+        },
+        Canon {
+            key: key("1"),
+            op: Some("d".into()),
+            before: Some(exp.b.clone()),
+            after: None,
+        },
+        Canon {
+            key: key("1"),
+            op: None,
+            before: None,
+            after: None,
+        },
+        Canon {
+            key: key("2"),
+            op: Some("c".into()),
+            before: None,
+            after: Some(exp.n.clone()),
+        },
+    ];
+    assert_eq!(
+        got.len(),
+        want.len(),
+        "[{flavor}/{format}] {table}: record count: {got:#?}"
+    );
+    for (i, (g, w)) in got.iter().zip(&want).enumerate() {
+        for (part, gr, wr) in [
+            ("key", &g.key, &w.key),
+            ("before", &g.before, &w.before),
+            ("after", &g.after, &w.after),
+        ] {
+            match (gr, wr) {
+                (Some(gr), Some(wr)) => {
+                    for (name, wv) in wr {
+                        assert_eq!(
+                            gr.get(name),
+                            Some(wv),
+                            "[{flavor}/{format}] {table} record {i} {part}.{name}: sluice wrote \
+                             {:?}, the server holds {wv}",
+                            gr.get(name)
+                        );
+                    }
+                    assert_eq!(
+                        gr.len(),
+                        wr.len(),
+                        "[{flavor}/{format}] {table} record {i} {part} columns"
+                    );
+                }
+                (None, None) => {}
+                _ => {
+                    panic!("[{flavor}/{format}] {table} record {i} {part}: got {gr:?}, want {wr:?}")
+                }
+            }
+        }
+        assert_eq!(g.op, w.op, "[{flavor}/{format}] {table} record {i} op");
+    }
+}
+
+fn canon_json_row(cols: &[Col], v: &J) -> Option<Row> {
+    if v.is_null() {
+        return None;
+    }
+    let obj = v.as_object().expect("row object");
+    let mut out = Row::new();
+    for (name, val) in obj {
+        let fam = if name == "id" {
+            Fam::Int
+        } else {
+            cols.iter()
+                .find(|c| c.name == name)
+                .map(|c| c.fam)
+                .unwrap_or_else(|| panic!("unknown column {name}"))
+        };
+        out.insert(name.clone(), canon_json(fam, val));
+    }
+    Some(out)
+}
+
+async fn every_type_round_trips_through_json(flavor: Flavor) {
+    let p = Pipeline::new(flavor, "types_json", "");
+    let tables = matrix(flavor);
+    let mut c = root(flavor.port).await;
+    exec(&mut c, &[&format!("CREATE DATABASE {}", p.db)]).await;
+    create_tables(&mut c, &p.db, &tables).await;
+    let mut child = p.spawn();
+    p.wait_started(Duration::from_secs(60));
+    let expected = run_script(&mut c, &p.db, &tables).await;
+    let topics: Vec<String> = tables.iter().map(|(t, _)| p.topic(t)).collect();
+    let recs = consume(
+        &topics,
+        "read_committed",
+        5 * tables.len(),
+        Duration::from_secs(2),
+        Duration::from_secs(60),
+    );
+    terminate(&mut child);
+    let by = by_topic(&recs);
+    for (t, cols) in &tables {
+        let got: Vec<Canon> = by
+            .get(&p.topic(t))
+            .map(|v| v.as_slice())
+            .unwrap_or_default()
+            .iter()
+            .map(|r| Canon {
+                key: r.key.as_ref().and_then(|k| canon_json_row(cols, k)),
+                op: r
+                    .value
+                    .as_ref()
+                    .map(|v| v["op"].as_str().expect("op").to_string()),
+                before: r
+                    .value
+                    .as_ref()
+                    .and_then(|v| canon_json_row(cols, &v["before"])),
+                after: r
+                    .value
+                    .as_ref()
+                    .and_then(|v| canon_json_row(cols, &v["after"])),
+            })
+            .collect();
+        check_table(flavor.name, "json", t, &expected[*t], &got);
+    }
+}
+
+per_flavor!(every_type_round_trips_through_json);
