@@ -5,7 +5,8 @@
 #                               (runs `apt-get update` once, and only then)
 #   ensure_build_deps           cmake, libssl-dev, pkg-config (+ compiler) for
 #                               building the rdkafka crate
-#   ensure_service_deps         mariadb-server, mariadb-client, kcat, Java, Maven
+#   ensure_service_deps         mariadb-server, mariadb-client, kcat, curl, Java, Maven,
+#                               Python 3 with venv
 
 _APT_UPDATED=${_APT_UPDATED:-0}
 
@@ -60,8 +61,9 @@ ensure_build_deps() {
 }
 
 ensure_service_deps() {
-    local pkgs=(mariadb-server mariadb-client kcat)
+    local pkgs=(mariadb-server mariadb-client kcat curl)
     command -v java >/dev/null 2>&1 || pkgs+=(openjdk-17-jre-headless)
+    command -v python3 >/dev/null 2>&1 || pkgs+=(python3 python3-venv)
     command -v mvn >/dev/null 2>&1 || pkgs+=(maven)
     ensure_apt_packages "${pkgs[@]}"
 }
