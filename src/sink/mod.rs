@@ -97,8 +97,11 @@ pub struct Committed {
     pub offset: Option<OffsetRecord>,
     /// Each included table's latest committed shape: `(db, table)` → the JSON written by
     /// the source (a tracked table definition).
-    pub history: Vec<((String, String), Vec<u8>)>,
+    pub history: Vec<HistoryEntry>,
 }
+
+/// One table's committed shape: `(db, table)` and the JSON the source wrote.
+pub type HistoryEntry = ((String, String), Vec<u8>);
 
 /// A running sink: its thread, and the committed state it read after fencing.
 pub struct SinkHandle {
@@ -564,7 +567,7 @@ pub fn history_key(pipeline: &str, db: &str, table: &str) -> String {
 /// Reads this pipeline's committed schema history (after fencing, so it matches the
 /// committed offset). The key's `<db>.<table>` part is split at the first dot: database
 /// names cannot contain one unquoted, and the JSON value names both parts exactly anyway.
-fn read_history(s: &SinkSettings) -> Result<Vec<((String, String), Vec<u8>)>> {
+fn read_history(s: &SinkSettings) -> Result<Vec<HistoryEntry>> {
     let prefix = format!("{}/", s.name);
     let latest = offsets::read_committed_latest(
         &s.client,
