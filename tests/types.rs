@@ -309,7 +309,7 @@ fn oracle(c: &Col) -> String {
     let n = c.name;
     match c.fam {
         Fam::Int | Fam::Decimal | Fam::Str | Fam::Enum | Fam::Set => format!("CAST({n} AS CHAR)"),
-        Fam::Float | Fam::Double => format!("{n}"),
+        Fam::Float | Fam::Double => n.to_string(),
         Fam::Bit1 | Fam::Bits => format!("CAST({n} + 0 AS CHAR)"),
         Fam::Bin => format!("HEX({n})"),
         Fam::Json => format!("CAST({n} AS CHAR)"),
