@@ -194,6 +194,7 @@ impl Sink {
     fn open(s: SinkSettings, stats: Arc<SinkStats>) -> Result<(Sink, Committed)> {
         let mut topics = Topics::new(&s.client, s.topics.clone())?;
         topics.ensure_offsets_topic(&s.offsets_topic)?;
+        topics.ensure_history_topic(&s.schema_history_topic)?;
         let eo = s.delivery == Delivery::ExactlyOnce;
         let producer = SinkProducer::create(
             &s.client,

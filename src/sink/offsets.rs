@@ -167,7 +167,15 @@ pub fn read_committed_latest(
     let watermark = |c: &BaseConsumer<ReaderContext>| -> Result<Option<i64>> {
         match c.fetch_watermarks(topic, 0, Duration::from_secs(10)) {
             Ok((_, high)) => Ok(Some(high)),
-            Err(e) if e.rdkafka_error_code() == Some(RDKafkaErrorCode::UnknownTopicOrPartition) => {
+            Err(e)
+                if matches!(
+                    e.rdkafka_error_code(),
+                    Some(
+                        RDKafkaErrorCode::UnknownTopicOrPartition
+                            | RDKafkaErrorCode::UnknownPartition
+                    )
+                ) =>
+            {
                 Ok(None)
             }
             Err(e) => Err(Error::transient(format!(
