@@ -270,3 +270,233 @@ impl JsonEncoder {
         out
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::route::RouteTarget;
+    use crate::config::Format;
+    use crate::schema::{Column, ColumnKind, TableSchema};
+    use serde_json::{json, Value as J};
+    use std::sync::Arc;
+
+    fn table(key: Vec<usize>, tombstones: bool) -> TableCtx {
+        let schema = TableSchema {
+            db: "shop".into(),
+            table: "t".into(),
+            columns: vec![
+                Column {
+                    name: "id".into(),
+                    kind: ColumnKind::Int { unsigned: false },
+                    nullable: false,
+                },
+                Column {
+                    name: "name".into(),
+                    kind: ColumnKind::String {
+                        charset: 255,
+                        binary: false,
+                        fixed: false,
+                        max_bytes: 40,
+                    },
+                    nullable: true,
+                },
+            ],
+            primary_key: key.clone(),
+        };
+        let route = RouteTarget {
+            topic: "shop.t".into(),
+            format: Format::Json,
+            key_columns: vec![],
+            tombstones,
+        };
+        TableCtx::new(Arc::new(schema), route, key)
+    }
+
+    fn meta() -> TxnMeta {
+        TxnMeta {
+            gtid: Some("0-1-42".into()),
+            file: "mysql-bin.000003".into(),
+            pos: 100,
+            ts_sec: 1_709_288_430,
+            server_id: 1,
+            thread: Some(17),
+            connector: "mariadb",
+        }
+    }
+
+    fn row(id: i64, name: &str) -> Vec<Value> {
+        vec![Value::Int(id), Value::Bytes(name.as_bytes().to_vec())]
+    }
+
+    /// (key, value without the processing-time `ts_ms`) of each record.
+    fn run(t: &TableCtx, kind: RowsKind, image: RowImage) -> Vec<(J, J)> {
+        let mut out = Vec::new();
+        JsonEncoder::new("shop").encode(t, &meta(), kind, &image, 1234, 2, (3, 1), &mut out);
+        out.into_iter()
+            .map(|r| {
+                let key = r
+                    .key
+                    .map_or(J::Null, |k| serde_json::from_slice(&k).unwrap());
+                let mut value = r
+                    .value
+                    .map_or(J::Null, |v| serde_json::from_slice(&v).unwrap());
+                if let Some(o) = value.as_object_mut() {
+                    assert!(o.remove("ts_ms").unwrap().is_u64());
+                }
+                (key, value)
+            })
+            .collect()
+    }
+
+    fn doc(op: &str, before: J, after: J) -> J {
+        json!({
+            "before": before, "after": after,
+            "source": {"version": env!("CARGO_PKG_VERSION"), "connector": "mariadb", "name": "shop",
+                       "ts_ms": 1_709_288_430_000u64, "snapshot": "false", "db": "shop",
+                       "table": "t", "server_id": 1, "gtid": "0-1-42",
+                       "file": "mysql-bin.000003", "pos": 1234, "row": 2, "thread": 17,
+                       "query": null},
+            "op": op,
+            "transaction": {"id": "0-1-42", "total_order": 3, "data_collection_order": 1}
+        })
+    }
+
+    #[test]
+    fn insert_is_one_create() {
+        let got = run(
+            &table(vec![0], true),
+            RowsKind::Insert,
+            RowImage {
+                before: None,
+                after: Some(row(1, "Ann")),
+            },
+        );
+        assert_eq!(
+            got,
+            vec![(
+                json!({"id": 1}),
+                doc("c", J::Null, json!({"id": 1, "name": "Ann"}))
+            )]
+        );
+    }
+
+    #[test]
+    fn delete_is_followed_by_a_tombstone_when_asked() {
+        let image = RowImage {
+            before: Some(row(1, "Ann")),
+            after: None,
+        };
+        let d = doc("d", json!({"id": 1, "name": "Ann"}), J::Null);
+        assert_eq!(
+            run(&table(vec![0], true), RowsKind::Delete, image.clone()),
+            vec![(json!({"id": 1}), d.clone()), (json!({"id": 1}), J::Null)]
+        );
+        assert_eq!(
+            run(&table(vec![0], false), RowsKind::Delete, image),
+            vec![(json!({"id": 1}), d)]
+        );
+    }
+
+    #[test]
+    fn update_keeping_the_key_is_one_update() {
+        let got = run(
+            &table(vec![0], true),
+            RowsKind::Update,
+            RowImage {
+                before: Some(row(1, "Ann")),
+                after: Some(row(1, "Bob")),
+            },
+        );
+        assert_eq!(
+            got,
+            vec![(
+                json!({"id": 1}),
+                doc(
+                    "u",
+                    json!({"id": 1, "name": "Ann"}),
+                    json!({"id": 1, "name": "Bob"})
+                )
+            )]
+        );
+    }
+
+    #[test]
+    fn key_change_is_delete_tombstone_create() {
+        let image = RowImage {
+            before: Some(row(1, "Ann")),
+            after: Some(row(2, "Ann")),
+        };
+        let d = doc("d", json!({"id": 1, "name": "Ann"}), J::Null);
+        let c = doc("c", J::Null, json!({"id": 2, "name": "Ann"}));
+        assert_eq!(
+            run(&table(vec![0], true), RowsKind::Update, image.clone()),
+            vec![
+                (json!({"id": 1}), d.clone()),
+                (json!({"id": 1}), J::Null),
+                (json!({"id": 2}), c.clone())
+            ]
+        );
+        assert_eq!(
+            run(&table(vec![0], false), RowsKind::Update, image),
+            vec![(json!({"id": 1}), d), (json!({"id": 2}), c)]
+        );
+    }
+
+    #[test]
+    fn keyless_tables_get_null_keys_and_plain_updates() {
+        let t = table(vec![], true);
+        let got = run(
+            &t,
+            RowsKind::Update,
+            RowImage {
+                before: Some(row(1, "Ann")),
+                after: Some(row(2, "Bob")),
+            },
+        );
+        assert_eq!(
+            got,
+            vec![(
+                J::Null,
+                doc(
+                    "u",
+                    json!({"id": 1, "name": "Ann"}),
+                    json!({"id": 2, "name": "Bob"})
+                )
+            )]
+        );
+        let got = run(
+            &t,
+            RowsKind::Delete,
+            RowImage {
+                before: Some(row(1, "Ann")),
+                after: None,
+            },
+        );
+        assert_eq!(got.len(), 2);
+        assert_eq!(got[1], (J::Null, J::Null));
+    }
+
+    #[test]
+    fn without_gtid_the_transaction_id_is_file_and_pos() {
+        let t = table(vec![0], true);
+        let m = TxnMeta {
+            gtid: None,
+            thread: None,
+            ..meta()
+        };
+        let enc = JsonEncoder::new("a\"b");
+        let rp = RowPos {
+            pos: 9,
+            row: 0,
+            total_order: 1,
+            data_collection_order: 1,
+        };
+        let v = enc.envelope(&t, &m, Op::Create, None, Some(&row(1, "x")), rp, 5);
+        let v: J = serde_json::from_slice(&v).unwrap();
+        assert_eq!(v["transaction"]["id"], json!("mysql-bin.000003:100"));
+        assert_eq!(v["source"]["gtid"], J::Null);
+        assert_eq!(v["source"]["thread"], J::Null);
+        assert_eq!(v["source"]["name"], json!("a\"b"));
+        assert_eq!(v["ts_ms"], json!(5));
+    }
+}
