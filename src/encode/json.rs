@@ -10,58 +10,15 @@
 //! The encoder is pure: the same input always gives the same bytes apart from `ts_ms`
 //! (processing time), which is why tests compare parsed documents without it.
 
+use std::convert::Infallible;
 use std::io::Write;
 
+use crate::encode::change::{encode_change, EnvelopeWriter};
+pub use crate::encode::change::{Op, Record, RowPos};
 use crate::encode::json_value::{write_json_string, write_json_value};
 use crate::pipeline::{TableCtx, TxnMeta};
 use crate::source::rows::{RowImage, RowsKind};
 use crate::value::Value;
-
-/// One Kafka record: key and value bytes (`None` = null).
-#[derive(Debug, Clone, PartialEq)]
-pub struct Record {
-    /// Record key.
-    pub key: Option<Vec<u8>>,
-    /// Record value; `None` is a tombstone.
-    pub value: Option<Vec<u8>>,
-}
-
-/// Envelope operation codes.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Op {
-    /// Insert (`c`).
-    Create,
-    /// Update (`u`).
-    Update,
-    /// Delete (`d`).
-    Delete,
-    /// Snapshot read (`r`).
-    Read,
-}
-
-impl Op {
-    fn code(self) -> &'static str {
-        match self {
-            Op::Create => "c",
-            Op::Update => "u",
-            Op::Delete => "d",
-            Op::Read => "r",
-        }
-    }
-}
-
-/// Position of one row inside the source, for the `source` block.
-#[derive(Debug, Clone, Copy)]
-pub struct RowPos {
-    /// Binlog position of the rows event.
-    pub pos: u64,
-    /// Index of the row within the rows event.
-    pub row: u32,
-    /// 1-based order of the event within its transaction.
-    pub total_order: u64,
-    /// 1-based order of the event within its transaction for this table.
-    pub data_collection_order: u64,
-}
 
 /// Encodes row changes to Debezium-compatible JSON.
 pub struct JsonEncoder {
@@ -99,69 +56,9 @@ impl JsonEncoder {
             total_order: order.0,
             data_collection_order: order.1,
         };
-        let ts_ms = crate::sink::offsets::now_ms();
-        match kind {
-            RowsKind::Insert => {
-                let after = row.after.as_deref();
-                out.push(Record {
-                    key: self.key(table, after),
-                    value: Some(self.envelope(table, meta, Op::Create, None, after, rp, ts_ms)),
-                });
-            }
-            RowsKind::Delete => {
-                let before = row.before.as_deref();
-                let key = self.key(table, before);
-                out.push(Record {
-                    key: key.clone(),
-                    value: Some(self.envelope(table, meta, Op::Delete, before, None, rp, ts_ms)),
-                });
-                if table.route.tombstones {
-                    out.push(Record { key, value: None });
-                }
-            }
-            RowsKind::Update => {
-                let before = row.before.as_deref();
-                let after = row.after.as_deref();
-                let old_key = self.key(table, before);
-                let new_key = self.key(table, after);
-                if old_key != new_key && !table.key_idx.is_empty() {
-                    out.push(Record {
-                        key: old_key.clone(),
-                        value: Some(self.envelope(
-                            table,
-                            meta,
-                            Op::Delete,
-                            before,
-                            None,
-                            rp,
-                            ts_ms,
-                        )),
-                    });
-                    if table.route.tombstones {
-                        out.push(Record {
-                            key: old_key,
-                            value: None,
-                        });
-                    }
-                    out.push(Record {
-                        key: new_key,
-                        value: Some(self.envelope(table, meta, Op::Create, None, after, rp, ts_ms)),
-                    });
-                } else {
-                    out.push(Record {
-                        key: new_key,
-                        value: Some(self.envelope(
-                            table,
-                            meta,
-                            Op::Update,
-                            before,
-                            after,
-                            rp,
-                            ts_ms,
-                        )),
-                    });
-                }
-            }
+        match encode_change(self, table, meta, kind, row, rp, out) {
+            Ok(()) => {}
+            Err(never) => match never {},
         }
     }
 
@@ -268,6 +165,29 @@ impl JsonEncoder {
             rp.total_order, rp.data_collection_order
         );
         out
+    }
+}
+
+impl EnvelopeWriter for JsonEncoder {
+    type Error = Infallible;
+
+    fn key(&self, table: &TableCtx, row: Option<&[Value]>) -> Result<Option<Vec<u8>>, Infallible> {
+        Ok(JsonEncoder::key(self, table, row))
+    }
+
+    fn envelope(
+        &self,
+        table: &TableCtx,
+        meta: &TxnMeta,
+        op: Op,
+        before: Option<&[Value]>,
+        after: Option<&[Value]>,
+        rp: RowPos,
+        ts_ms: u64,
+    ) -> Result<Vec<u8>, Infallible> {
+        Ok(JsonEncoder::envelope(
+            self, table, meta, op, before, after, rp, ts_ms,
+        ))
     }
 }
 

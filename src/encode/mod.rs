@@ -1,4 +1,5 @@
 //! Encoders: (table schema, row change) → Kafka key/value bytes.
 
+pub mod change;
 pub mod json;
 pub mod json_value;
