@@ -10,6 +10,7 @@
 use regex::{Regex, RegexSet};
 
 use super::{Config, ConfigError, Format, Problem};
+use crate::encode::avro::AvroOptions;
 
 /// Schemas that are never captured unless `source.include_system_schemas = true`.
 pub const SYSTEM_SCHEMAS: &[&str] = &["mysql", "information_schema", "performance_schema", "sys"];
@@ -44,6 +45,8 @@ pub struct RouteTarget {
     pub key_columns: Vec<String>,
     /// Whether a delete is followed by a tombstone (null-value message with the same key).
     pub tombstones: bool,
+    /// Avro encoding options (used when `format` is Avro).
+    pub avro: AvroOptions,
 }
 
 /// One piece of a parsed topic template.
@@ -184,6 +187,7 @@ impl Router {
                 format: route.format,
                 key_columns: route.key_columns.clone(),
                 tombstones: route.tombstones,
+                avro: AvroOptions::default(),
             }));
         }
         Ok(None)

@@ -5,7 +5,8 @@
 //! `{before, after, source{...}, op, ts_ms, transaction{id, total_order,
 //! data_collection_order}}`. A delete is followed by a tombstone (null value) when the route
 //! asks for it; an update that changes the key becomes delete + tombstone + create, as in
-//! Debezium, so compacted topics keep only live keys.
+//! Debezium, so compacted topics keep only live keys (decided in [`crate::encode::change`],
+//! shared with the Avro encoder).
 //!
 //! The encoder is pure: the same input always gives the same bytes apart from `ts_ms`
 //! (processing time), which is why tests compare parsed documents without it.
@@ -228,8 +229,9 @@ mod tests {
             format: Format::Json,
             key_columns: vec![],
             tombstones,
+            avro: Default::default(),
         };
-        TableCtx::new(Arc::new(schema), route, key)
+        TableCtx::new(Arc::new(schema), route, key).unwrap()
     }
 
     fn meta() -> TxnMeta {
