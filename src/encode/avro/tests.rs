@@ -1873,3 +1873,39 @@ fn keyless_tables_have_no_key_schema_and_null_keys() {
         None
     );
 }
+
+#[test]
+fn embedded_fixed_schemas_equal_the_files() {
+    let source_file = include_str!("../../../schemas/source.avsc");
+    let transaction_file = include_str!("../../../schemas/transaction.avsc");
+    for (file, code) in [
+        (source_file, schema::SOURCE_SCHEMA),
+        (transaction_file, schema::TRANSACTION_SCHEMA),
+    ] {
+        // Same JSON document (attributes and defaults included) and the same Avro schema.
+        assert_eq!(
+            serde_json::from_str::<J>(file).unwrap(),
+            serde_json::from_str::<J>(code).unwrap()
+        );
+        assert_eq!(
+            Schema::parse_str(file).unwrap(),
+            Schema::parse_str(code).unwrap()
+        );
+    }
+    // and they are what every envelope schema embeds
+    let t = ctx(
+        vec![col("id", ColumnKind::Int { unsigned: false }, false)],
+        vec![0],
+    );
+    let doc: J = serde_json::from_str(&t.avro.as_ref().unwrap().value.schema_json).unwrap();
+    assert_eq!(doc["fields"][2]["name"], json!("source"));
+    assert_eq!(
+        doc["fields"][2]["type"],
+        serde_json::from_str::<J>(source_file).unwrap()
+    );
+    assert_eq!(doc["fields"][5]["name"], json!("transaction"));
+    assert_eq!(
+        doc["fields"][5]["type"],
+        json!(["null", serde_json::from_str::<J>(transaction_file).unwrap()])
+    );
+}
