@@ -12,6 +12,9 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use crate::config::route::RouteTarget;
+use crate::config::Format;
+use crate::encode::avro::AvroTable;
+use crate::error::Result;
 use crate::position::SourcePosition;
 use crate::schema::TableSchema;
 use crate::source::rows::{RowImage, RowsKind};
@@ -32,11 +35,15 @@ pub struct TableCtx {
     /// Each column's name as an escaped JSON object key with its colon (`"name":`), computed
     /// once per table version so the encoder does not escape names per row.
     pub json_names: Vec<String>,
+    /// Avro schemas and writing plan, derived once per table version when the route's format
+    /// is Avro.
+    pub avro: Option<Arc<AvroTable>>,
 }
 
 impl TableCtx {
-    /// Builds the context, resolving key columns and precomputing the JSON field names.
-    pub fn new(schema: Arc<TableSchema>, route: RouteTarget, key_idx: Vec<usize>) -> Self {
+    /// Builds the context: precomputes the JSON field names and, for Avro routes, derives the
+    /// Avro schemas. Errors are definite (a table shape the Avro schema cannot express).
+    pub fn new(schema: Arc<TableSchema>, route: RouteTarget, key_idx: Vec<usize>) -> Result<Self> {
         let json_names = schema
             .columns
             .iter()
@@ -47,12 +54,22 @@ impl TableCtx {
                 String::from_utf8_lossy(&out).into_owned()
             })
             .collect();
-        TableCtx {
+        let avro = match route.format {
+            Format::Avro => Some(Arc::new(AvroTable::new(
+                &schema,
+                &key_idx,
+                &route.topic,
+                route.avro,
+            )?)),
+            Format::Json => None,
+        };
+        Ok(TableCtx {
             schema,
             route,
             key_idx,
             json_names,
-        }
+            avro,
+        })
     }
 }
 

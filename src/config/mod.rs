@@ -622,6 +622,10 @@ pub struct RouteConfig {
     /// `"fail"` or `"dlq"`; see [`OnSchemaChange`].
     #[serde(default)]
     pub on_schema_change: OnSchemaChange,
+    /// With `format = "avro"`: write ENUM columns as Avro `enum`s instead of strings (every
+    /// member must then be a valid Avro symbol). Default: false.
+    #[serde(default)]
+    pub avro_enums: bool,
 }
 
 fn non_empty(p: &Path) -> Option<&Path> {
@@ -765,6 +769,7 @@ impl Config {
             key_columns: Vec::new(),
             tombstones: true,
             on_schema_change: OnSchemaChange::Evolve,
+            avro_enums: false,
         }
     }
 

@@ -10,6 +10,7 @@
 use regex::{Regex, RegexSet};
 
 use super::{Config, ConfigError, Format, OnSchemaChange, Problem};
+use crate::encode::avro::AvroOptions;
 
 /// Schemas that are never captured unless `source.include_system_schemas = true`.
 pub const SYSTEM_SCHEMAS: &[&str] = &["mysql", "information_schema", "performance_schema", "sys"];
@@ -46,6 +47,8 @@ pub struct RouteTarget {
     pub tombstones: bool,
     /// What a DDL changing the table's shape does.
     pub on_schema_change: OnSchemaChange,
+    /// Avro encoding options (used when `format` is Avro).
+    pub avro: AvroOptions,
 }
 
 /// One piece of a parsed topic template.
@@ -67,6 +70,7 @@ struct CompiledRoute {
     key_columns: Vec<String>,
     tombstones: bool,
     on_schema_change: OnSchemaChange,
+    avro_enums: bool,
 }
 
 /// Compiled table filter and route table. Build it once with [`Router::new`]; both
@@ -124,6 +128,7 @@ impl Router {
                 key_columns: route.key_columns,
                 tombstones: route.tombstones,
                 on_schema_change: route.on_schema_change,
+                avro_enums: route.avro_enums,
             });
         }
         if !problems.is_empty() {
@@ -189,6 +194,9 @@ impl Router {
                 key_columns: route.key_columns.clone(),
                 tombstones: route.tombstones,
                 on_schema_change: route.on_schema_change,
+                avro: AvroOptions {
+                    enum_as_avro_enum: route.avro_enums,
+                },
             }));
         }
         Ok(None)

@@ -5,63 +5,21 @@
 //! `{before, after, source{...}, op, ts_ms, transaction{id, total_order,
 //! data_collection_order}}`. A delete is followed by a tombstone (null value) when the route
 //! asks for it; an update that changes the key becomes delete + tombstone + create, as in
-//! Debezium, so compacted topics keep only live keys.
+//! Debezium, so compacted topics keep only live keys (decided in [`crate::encode::change`],
+//! shared with the Avro encoder).
 //!
 //! The encoder is pure: the same input always gives the same bytes apart from `ts_ms`
 //! (processing time), which is why tests compare parsed documents without it.
 
+use std::convert::Infallible;
 use std::io::Write;
 
+use crate::encode::change::{encode_change, EnvelopeWriter};
+pub use crate::encode::change::{Op, Record, RowPos};
 use crate::encode::json_value::{write_json_string, write_json_value};
 use crate::pipeline::{TableCtx, TxnMeta};
 use crate::source::rows::{RowImage, RowsKind};
 use crate::value::Value;
-
-/// One Kafka record: key and value bytes (`None` = null).
-#[derive(Debug, Clone, PartialEq)]
-pub struct Record {
-    /// Record key.
-    pub key: Option<Vec<u8>>,
-    /// Record value; `None` is a tombstone.
-    pub value: Option<Vec<u8>>,
-}
-
-/// Envelope operation codes.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Op {
-    /// Insert (`c`).
-    Create,
-    /// Update (`u`).
-    Update,
-    /// Delete (`d`).
-    Delete,
-    /// Snapshot read (`r`).
-    Read,
-}
-
-impl Op {
-    fn code(self) -> &'static str {
-        match self {
-            Op::Create => "c",
-            Op::Update => "u",
-            Op::Delete => "d",
-            Op::Read => "r",
-        }
-    }
-}
-
-/// Position of one row inside the source, for the `source` block.
-#[derive(Debug, Clone, Copy)]
-pub struct RowPos {
-    /// Binlog position of the rows event.
-    pub pos: u64,
-    /// Index of the row within the rows event.
-    pub row: u32,
-    /// 1-based order of the event within its transaction.
-    pub total_order: u64,
-    /// 1-based order of the event within its transaction for this table.
-    pub data_collection_order: u64,
-}
 
 /// Encodes row changes to Debezium-compatible JSON.
 pub struct JsonEncoder {
@@ -99,69 +57,9 @@ impl JsonEncoder {
             total_order: order.0,
             data_collection_order: order.1,
         };
-        let ts_ms = crate::sink::offsets::now_ms();
-        match kind {
-            RowsKind::Insert => {
-                let after = row.after.as_deref();
-                out.push(Record {
-                    key: self.key(table, after),
-                    value: Some(self.envelope(table, meta, Op::Create, None, after, rp, ts_ms)),
-                });
-            }
-            RowsKind::Delete => {
-                let before = row.before.as_deref();
-                let key = self.key(table, before);
-                out.push(Record {
-                    key: key.clone(),
-                    value: Some(self.envelope(table, meta, Op::Delete, before, None, rp, ts_ms)),
-                });
-                if table.route.tombstones {
-                    out.push(Record { key, value: None });
-                }
-            }
-            RowsKind::Update => {
-                let before = row.before.as_deref();
-                let after = row.after.as_deref();
-                let old_key = self.key(table, before);
-                let new_key = self.key(table, after);
-                if old_key != new_key && !table.key_idx.is_empty() {
-                    out.push(Record {
-                        key: old_key.clone(),
-                        value: Some(self.envelope(
-                            table,
-                            meta,
-                            Op::Delete,
-                            before,
-                            None,
-                            rp,
-                            ts_ms,
-                        )),
-                    });
-                    if table.route.tombstones {
-                        out.push(Record {
-                            key: old_key,
-                            value: None,
-                        });
-                    }
-                    out.push(Record {
-                        key: new_key,
-                        value: Some(self.envelope(table, meta, Op::Create, None, after, rp, ts_ms)),
-                    });
-                } else {
-                    out.push(Record {
-                        key: new_key,
-                        value: Some(self.envelope(
-                            table,
-                            meta,
-                            Op::Update,
-                            before,
-                            after,
-                            rp,
-                            ts_ms,
-                        )),
-                    });
-                }
-            }
+        match encode_change(self, table, meta, kind, row, rp, out) {
+            Ok(()) => {}
+            Err(never) => match never {},
         }
     }
 
@@ -268,5 +166,260 @@ impl JsonEncoder {
             rp.total_order, rp.data_collection_order
         );
         out
+    }
+}
+
+impl EnvelopeWriter for JsonEncoder {
+    type Error = Infallible;
+
+    fn key(&self, table: &TableCtx, row: Option<&[Value]>) -> Result<Option<Vec<u8>>, Infallible> {
+        Ok(JsonEncoder::key(self, table, row))
+    }
+
+    fn envelope(
+        &self,
+        table: &TableCtx,
+        meta: &TxnMeta,
+        op: Op,
+        before: Option<&[Value]>,
+        after: Option<&[Value]>,
+        rp: RowPos,
+        ts_ms: u64,
+    ) -> Result<Vec<u8>, Infallible> {
+        Ok(JsonEncoder::envelope(
+            self, table, meta, op, before, after, rp, ts_ms,
+        ))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::route::RouteTarget;
+    use crate::config::Format;
+    use crate::schema::{Column, ColumnKind, TableSchema};
+    use serde_json::{json, Value as J};
+    use std::sync::Arc;
+
+    fn table(key: Vec<usize>, tombstones: bool) -> TableCtx {
+        let schema = TableSchema {
+            db: "shop".into(),
+            table: "t".into(),
+            columns: vec![
+                Column {
+                    name: "id".into(),
+                    kind: ColumnKind::Int { unsigned: false },
+                    nullable: false,
+                },
+                Column {
+                    name: "name".into(),
+                    kind: ColumnKind::String {
+                        charset: 255,
+                        binary: false,
+                        fixed: false,
+                        max_bytes: 40,
+                    },
+                    nullable: true,
+                },
+            ],
+            primary_key: key.clone(),
+        };
+        let route = RouteTarget {
+            on_schema_change: Default::default(),
+            topic: "shop.t".into(),
+            format: Format::Json,
+            key_columns: vec![],
+            tombstones,
+            avro: Default::default(),
+        };
+        TableCtx::new(Arc::new(schema), route, key).unwrap()
+    }
+
+    fn meta() -> TxnMeta {
+        TxnMeta {
+            gtid: Some("0-1-42".into()),
+            file: "mysql-bin.000003".into(),
+            pos: 100,
+            ts_sec: 1_709_288_430,
+            server_id: 1,
+            thread: Some(17),
+            connector: "mariadb",
+        }
+    }
+
+    fn row(id: i64, name: &str) -> Vec<Value> {
+        vec![Value::Int(id), Value::Bytes(name.as_bytes().to_vec())]
+    }
+
+    /// (key, value without the processing-time `ts_ms`) of each record.
+    fn run(t: &TableCtx, kind: RowsKind, image: RowImage) -> Vec<(J, J)> {
+        let mut out = Vec::new();
+        JsonEncoder::new("shop").encode(t, &meta(), kind, &image, 1234, 2, (3, 1), &mut out);
+        out.into_iter()
+            .map(|r| {
+                let key = r
+                    .key
+                    .map_or(J::Null, |k| serde_json::from_slice(&k).unwrap());
+                let mut value = r
+                    .value
+                    .map_or(J::Null, |v| serde_json::from_slice(&v).unwrap());
+                if let Some(o) = value.as_object_mut() {
+                    assert!(o.remove("ts_ms").unwrap().is_u64());
+                }
+                (key, value)
+            })
+            .collect()
+    }
+
+    fn doc(op: &str, before: J, after: J) -> J {
+        json!({
+            "before": before, "after": after,
+            "source": {"version": env!("CARGO_PKG_VERSION"), "connector": "mariadb", "name": "shop",
+                       "ts_ms": 1_709_288_430_000u64, "snapshot": "false", "db": "shop",
+                       "table": "t", "server_id": 1, "gtid": "0-1-42",
+                       "file": "mysql-bin.000003", "pos": 1234, "row": 2, "thread": 17,
+                       "query": null},
+            "op": op,
+            "transaction": {"id": "0-1-42", "total_order": 3, "data_collection_order": 1}
+        })
+    }
+
+    #[test]
+    fn insert_is_one_create() {
+        let got = run(
+            &table(vec![0], true),
+            RowsKind::Insert,
+            RowImage {
+                before: None,
+                after: Some(row(1, "Ann")),
+            },
+        );
+        assert_eq!(
+            got,
+            vec![(
+                json!({"id": 1}),
+                doc("c", J::Null, json!({"id": 1, "name": "Ann"}))
+            )]
+        );
+    }
+
+    #[test]
+    fn delete_is_followed_by_a_tombstone_when_asked() {
+        let image = RowImage {
+            before: Some(row(1, "Ann")),
+            after: None,
+        };
+        let d = doc("d", json!({"id": 1, "name": "Ann"}), J::Null);
+        assert_eq!(
+            run(&table(vec![0], true), RowsKind::Delete, image.clone()),
+            vec![(json!({"id": 1}), d.clone()), (json!({"id": 1}), J::Null)]
+        );
+        assert_eq!(
+            run(&table(vec![0], false), RowsKind::Delete, image),
+            vec![(json!({"id": 1}), d)]
+        );
+    }
+
+    #[test]
+    fn update_keeping_the_key_is_one_update() {
+        let got = run(
+            &table(vec![0], true),
+            RowsKind::Update,
+            RowImage {
+                before: Some(row(1, "Ann")),
+                after: Some(row(1, "Bob")),
+            },
+        );
+        assert_eq!(
+            got,
+            vec![(
+                json!({"id": 1}),
+                doc(
+                    "u",
+                    json!({"id": 1, "name": "Ann"}),
+                    json!({"id": 1, "name": "Bob"})
+                )
+            )]
+        );
+    }
+
+    #[test]
+    fn key_change_is_delete_tombstone_create() {
+        let image = RowImage {
+            before: Some(row(1, "Ann")),
+            after: Some(row(2, "Ann")),
+        };
+        let d = doc("d", json!({"id": 1, "name": "Ann"}), J::Null);
+        let c = doc("c", J::Null, json!({"id": 2, "name": "Ann"}));
+        assert_eq!(
+            run(&table(vec![0], true), RowsKind::Update, image.clone()),
+            vec![
+                (json!({"id": 1}), d.clone()),
+                (json!({"id": 1}), J::Null),
+                (json!({"id": 2}), c.clone())
+            ]
+        );
+        assert_eq!(
+            run(&table(vec![0], false), RowsKind::Update, image),
+            vec![(json!({"id": 1}), d), (json!({"id": 2}), c)]
+        );
+    }
+
+    #[test]
+    fn keyless_tables_get_null_keys_and_plain_updates() {
+        let t = table(vec![], true);
+        let got = run(
+            &t,
+            RowsKind::Update,
+            RowImage {
+                before: Some(row(1, "Ann")),
+                after: Some(row(2, "Bob")),
+            },
+        );
+        assert_eq!(
+            got,
+            vec![(
+                J::Null,
+                doc(
+                    "u",
+                    json!({"id": 1, "name": "Ann"}),
+                    json!({"id": 2, "name": "Bob"})
+                )
+            )]
+        );
+        let got = run(
+            &t,
+            RowsKind::Delete,
+            RowImage {
+                before: Some(row(1, "Ann")),
+                after: None,
+            },
+        );
+        assert_eq!(got.len(), 2);
+        assert_eq!(got[1], (J::Null, J::Null));
+    }
+
+    #[test]
+    fn without_gtid_the_transaction_id_is_file_and_pos() {
+        let t = table(vec![0], true);
+        let m = TxnMeta {
+            gtid: None,
+            thread: None,
+            ..meta()
+        };
+        let enc = JsonEncoder::new("a\"b");
+        let rp = RowPos {
+            pos: 9,
+            row: 0,
+            total_order: 1,
+            data_collection_order: 1,
+        };
+        let v = enc.envelope(&t, &m, Op::Create, None, Some(&row(1, "x")), rp, 5);
+        let v: J = serde_json::from_slice(&v).unwrap();
+        assert_eq!(v["transaction"]["id"], json!("mysql-bin.000003:100"));
+        assert_eq!(v["source"]["gtid"], J::Null);
+        assert_eq!(v["source"]["thread"], J::Null);
+        assert_eq!(v["source"]["name"], json!("a\"b"));
+        assert_eq!(v["ts_ms"], json!(5));
     }
 }

@@ -1,4 +1,6 @@
 //! Encoders: (table schema, row change) → Kafka key/value bytes.
 
+pub mod avro;
+pub mod change;
 pub mod json;
 pub mod json_value;

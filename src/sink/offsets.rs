@@ -274,6 +274,7 @@ pub fn parse_operator_position(text: &str) -> Result<SourcePosition> {
 mod tests {
     use super::*;
     use crate::position::FilePos;
+    use std::collections::BTreeSet;
 
     #[test]
     fn record_round_trips() {
@@ -284,6 +285,121 @@ mod tests {
         let rec = OffsetRecord::new("shop", pos, 17);
         let back = OffsetRecord::from_bytes(&rec.to_bytes()).unwrap();
         assert_eq!(rec, back);
+    }
+
+    /// Checks a JSON document against an Avro schema: every member is a field of the record,
+    /// every field is present with a value of its type or has a default.
+    fn conforms(
+        schema: &apache_avro::Schema,
+        v: &serde_json::Value,
+        path: &str,
+    ) -> Result<(), String> {
+        use apache_avro::Schema as S;
+        use serde_json::Value as J;
+        let bad = || Err(format!("{path}: {v} does not fit {schema:?}"));
+        match (schema, v) {
+            (S::Record(r), J::Object(o)) => {
+                for k in o.keys() {
+                    if !r.lookup.contains_key(k) {
+                        return Err(format!("{path}.{k}: not in the schema"));
+                    }
+                }
+                for f in &r.fields {
+                    match o.get(&f.name) {
+                        Some(x) => conforms(&f.schema, x, &format!("{path}.{}", f.name))?,
+                        None if f.default.is_some() => {}
+                        None => return Err(format!("{path}.{}: missing, no default", f.name)),
+                    }
+                }
+                Ok(())
+            }
+            (S::Union(u), J::Null) if u.variants().iter().any(|s| matches!(s, S::Null)) => Ok(()),
+            (S::Union(u), _) => {
+                if u.variants()
+                    .iter()
+                    .any(|s| !matches!(s, S::Null) && conforms(s, v, path).is_ok())
+                {
+                    Ok(())
+                } else {
+                    bad()
+                }
+            }
+            (S::String, J::String(_)) => Ok(()),
+            (S::Long, J::Number(n)) if n.is_i64() => Ok(()),
+            (S::Int, J::Number(n)) if n.as_i64().is_some_and(|i| i32::try_from(i).is_ok()) => {
+                Ok(())
+            }
+            (S::Enum(e), J::String(s)) if e.symbols.contains(s) => Ok(()),
+            (S::Map(m), J::Object(o)) => {
+                for (k, x) in o {
+                    conforms(&m.types, x, &format!("{path}[{k}]"))?;
+                }
+                Ok(())
+            }
+            _ => bad(),
+        }
+    }
+
+    /// Field paths of a JSON document (objects only; map entries count as their map).
+    fn paths(v: &serde_json::Value, prefix: &str, out: &mut BTreeSet<String>) {
+        if let serde_json::Value::Object(o) = v {
+            for (k, x) in o {
+                let p = format!("{prefix}.{k}");
+                out.insert(p.clone());
+                if k != "xa_prepared" {
+                    paths(x, &p, out);
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn offset_records_match_offset_avsc() {
+        let text = include_str!("../../schemas/offset.avsc");
+        let schema = apache_avro::Schema::parse_str(text).unwrap();
+        let positions = [
+            r#"{"kind":"file","file":"mysql-bin.000003","pos":1234}"#,
+            r#"{"kind":"mysql_gtid","gtid_set":"3e11fa47-71ca-11e1-9e33-c80aa9429562:1-5","file":"mysql-bin.000003","pos":4}"#,
+            r#"{"kind":"mysql_gtid","gtid_set":"3e11fa47-71ca-11e1-9e33-c80aa9429562:1-5"}"#,
+            r#"{"kind":"mariadb_gtid","gtid_list":"0-1-42,1-2-7"}"#,
+            r#"{"kind":"mariadb_gtid","gtid_list":"0-1-42","file":"mysql-bin.000009","pos":77}"#,
+        ];
+        let mut seen = BTreeSet::new();
+        for (i, p) in positions.iter().enumerate() {
+            let position: SourcePosition = serde_json::from_str(p).unwrap();
+            let mut rec = OffsetRecord::new("shop", position, 17);
+            if i == 1 {
+                rec.xa_prepared
+                    .insert("x'01',x'',1".into(), "mysql-bin.000003:4".into());
+                rec.written_by = "operator".into();
+            }
+            let doc: serde_json::Value = serde_json::from_slice(&rec.to_bytes()).unwrap();
+            conforms(&schema, &doc, "offset").unwrap_or_else(|e| panic!("{doc}: {e}"));
+            paths(&doc, "", &mut seen);
+        }
+        // Every field of the schema is written by some record, and nothing else is.
+        let mut want = BTreeSet::new();
+        let mut fields = |prefix: &str, s: &apache_avro::Schema| {
+            if let apache_avro::Schema::Record(r) = s {
+                for f in &r.fields {
+                    want.insert(format!("{prefix}.{}", f.name));
+                }
+            }
+        };
+        fields("", &schema);
+        if let apache_avro::Schema::Record(r) = &schema {
+            let position = r.fields.iter().find(|f| f.name == "position").unwrap();
+            fields(".position", &position.schema);
+        }
+        assert_eq!(seen, want);
+        // A record that leaves out defaulted fields (as old writers did) still conforms.
+        let old = serde_json::json!({"version": 1, "pipeline": "p",
+            "position": {"kind": "file", "file": "f.000001", "pos": 4}, "committed_at_ms": 1});
+        conforms(&schema, &old, "offset").unwrap();
+        // and extra fields are caught
+        let extra = serde_json::json!({"version": 1, "pipeline": "p", "x": 1,
+            "position": {"kind": "file", "file": "f.000001", "pos": 4}, "committed_at_ms": 1});
+        assert!(conforms(&schema, &extra, "offset").is_err());
     }
 
     #[test]

@@ -884,7 +884,10 @@ impl Assembler {
                 let decoder = RowDecoder::new(schema.clone(), &tme).map_err(|e| {
                     Error::definite(format!("{e} (table {db}.{table}, {})", self.at(start_pos)))
                 })?;
-                Some((Arc::new(TableCtx::new(schema, target, key_idx)), decoder))
+                let ctx = TableCtx::new(schema, target, key_idx).map_err(|e| {
+                    e.context(format!("routing {db}.{table} ({})", self.at(start_pos)))
+                })?;
+                Some((Arc::new(ctx), decoder))
             }
         };
         self.tables.insert(

@@ -1,0 +1,160 @@
+//! What every encoder shares: the records one row change becomes.
+//!
+//! | rows event | records (key, value)                                                      |
+//! |------------|---------------------------------------------------------------------------|
+//! | insert     | (key, `c` envelope)                                                       |
+//! | delete     | (key, `d` envelope), then (key, tombstone) if the route asks for tombstones |
+//! | update     | (key, `u` envelope) when the key is unchanged or the table has no key     |
+//! | key change | (old key, `d`), (old key, tombstone) if asked, (new key, `c`)             |
+//!
+//! "Key change" compares the encoded key bytes, i.e. what consumers see. The format-specific
+//! part (how a key and an envelope are written) is an [`EnvelopeWriter`]; [`encode_change`]
+//! is the one place that decides which records a change becomes, so formats cannot drift.
+
+use crate::pipeline::{TableCtx, TxnMeta};
+use crate::source::rows::{RowImage, RowsKind};
+use crate::value::Value;
+
+/// One Kafka record: key and value bytes (`None` = null).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Record {
+    /// Record key.
+    pub key: Option<Vec<u8>>,
+    /// Record value; `None` is a tombstone.
+    pub value: Option<Vec<u8>>,
+}
+
+/// Envelope operation codes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Op {
+    /// Insert (`c`).
+    Create,
+    /// Update (`u`).
+    Update,
+    /// Delete (`d`).
+    Delete,
+    /// Snapshot read (`r`).
+    Read,
+}
+
+impl Op {
+    /// The envelope's `op` string.
+    pub fn code(self) -> &'static str {
+        match self {
+            Op::Create => "c",
+            Op::Update => "u",
+            Op::Delete => "d",
+            Op::Read => "r",
+        }
+    }
+}
+
+/// Position of one row inside the source, for the `source` block.
+#[derive(Debug, Clone, Copy)]
+pub struct RowPos {
+    /// Binlog position of the rows event.
+    pub pos: u64,
+    /// Index of the row within the rows event.
+    pub row: u32,
+    /// 1-based order of the event within its transaction.
+    pub total_order: u64,
+    /// 1-based order of the event within its transaction for this table.
+    pub data_collection_order: u64,
+}
+
+/// How one format writes a record key and an envelope.
+pub trait EnvelopeWriter {
+    /// Why a row cannot be written (`Infallible` for formats that can write anything).
+    type Error;
+
+    /// The key bytes, or `None` for tables without key columns (or a missing image).
+    fn key(&self, table: &TableCtx, row: Option<&[Value]>) -> Result<Option<Vec<u8>>, Self::Error>;
+
+    /// The envelope bytes.
+    #[allow(clippy::too_many_arguments)]
+    fn envelope(
+        &self,
+        table: &TableCtx,
+        meta: &TxnMeta,
+        op: Op,
+        before: Option<&[Value]>,
+        after: Option<&[Value]>,
+        rp: RowPos,
+        ts_ms: u64,
+    ) -> Result<Vec<u8>, Self::Error>;
+}
+
+/// Appends the records of one row change to `out` (see the module table). On error, `out`
+/// may hold some of the row's records; callers drop them with the error.
+pub fn encode_change<W: EnvelopeWriter>(
+    w: &W,
+    table: &TableCtx,
+    meta: &TxnMeta,
+    kind: RowsKind,
+    row: &RowImage,
+    rp: RowPos,
+    out: &mut Vec<Record>,
+) -> Result<(), W::Error> {
+    let ts_ms = crate::sink::offsets::now_ms();
+    match kind {
+        RowsKind::Insert => {
+            let after = row.after.as_deref();
+            out.push(Record {
+                key: w.key(table, after)?,
+                value: Some(w.envelope(table, meta, Op::Create, None, after, rp, ts_ms)?),
+            });
+        }
+        RowsKind::Delete => {
+            let before = row.before.as_deref();
+            let key = w.key(table, before)?;
+            let value = w.envelope(table, meta, Op::Delete, before, None, rp, ts_ms)?;
+            if table.route.tombstones {
+                out.push(Record {
+                    key: key.clone(),
+                    value: Some(value),
+                });
+                out.push(Record { key, value: None });
+            } else {
+                out.push(Record {
+                    key,
+                    value: Some(value),
+                });
+            }
+        }
+        RowsKind::Update => {
+            let before = row.before.as_deref();
+            let after = row.after.as_deref();
+            let old_key = w.key(table, before)?;
+            let new_key = w.key(table, after)?;
+            if old_key != new_key && !table.key_idx.is_empty() {
+                let delete = w.envelope(table, meta, Op::Delete, before, None, rp, ts_ms)?;
+                let create = w.envelope(table, meta, Op::Create, None, after, rp, ts_ms)?;
+                if table.route.tombstones {
+                    out.push(Record {
+                        key: old_key.clone(),
+                        value: Some(delete),
+                    });
+                    out.push(Record {
+                        key: old_key,
+                        value: None,
+                    });
+                } else {
+                    out.push(Record {
+                        key: old_key,
+                        value: Some(delete),
+                    });
+                }
+                out.push(Record {
+                    key: new_key,
+                    value: Some(create),
+                });
+            } else {
+                out.push(Record {
+                    key: new_key,
+                    value: Some(w.envelope(table, meta, Op::Update, before, after, rp, ts_ms)?),
+                });
+            }
+        }
+    }
+    Ok(())
+}
