@@ -1019,22 +1019,26 @@ impl Config {
                 "set kafka.offsets_topic, e.g. \"_sluice_offsets\" (the default)",
             ));
         }
+        // The defaults derive from `name`, which is checked on its own.
         let own_topics = [
-            ("kafka.schema_changes_topic", self.schema_changes_topic()),
-            ("kafka.schema_history_topic", k.schema_history_topic.clone()),
-            ("kafka.dlq_topic", self.dlq_topic()),
+            ("kafka.schema_changes_topic", k.schema_changes_topic.clone()),
+            ("kafka.schema_history_topic", Some(k.schema_history_topic.clone())),
+            ("kafka.dlq_topic", k.dlq_topic.clone()),
         ];
-        for (path, topic) in &own_topics {
-            if !route::is_valid_topic_name(topic) {
+        let own_topics = own_topics
+            .into_iter()
+            .filter_map(|(path, topic)| topic.map(|t| (path, t)));
+        for (path, topic) in own_topics {
+            if !route::is_valid_topic_name(&topic) {
                 problems.push(Problem::new(
-                    *path,
+                    path,
                     format!("{topic:?}"),
                     "a legal Kafka topic name: 1 to 249 characters from [a-zA-Z0-9._-], not `.` or `..`",
                     format!("set {path} to a legal topic name or remove it for the default"),
                 ));
-            } else if *topic == k.offsets_topic {
+            } else if topic == k.offsets_topic {
                 problems.push(Problem::new(
-                    *path,
+                    path,
                     format!("{topic:?}, which is also kafka.offsets_topic"),
                     "a topic of its own",
                     format!("give {path} another name"),

@@ -702,7 +702,10 @@ fn env_value_errors() {
 
 #[test]
 fn env_table_covers_every_scalar_field() {
-    let c = parse(FULL).unwrap();
+    let mut c = parse(FULL).unwrap();
+    // Optional fields (commented out in full.toml) have variables too.
+    c.kafka.schema_changes_topic = Some("shop.schema-changes".into());
+    c.kafka.dlq_topic = Some("shop.dlq".into());
     let tree = toml::Value::try_from(&c).unwrap();
     let table = tree.as_table().unwrap();
     let mut expected = BTreeSet::new();
