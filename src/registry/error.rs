@@ -362,7 +362,8 @@ impl From<RegistryError> for Error {
 fn parse_error_body(body: &str) -> (Option<i64>, String) {
     if let Ok(parsed) = serde_json::from_str::<ErrorBody>(body) {
         if parsed.error_code.is_some() || parsed.message.is_some() {
-            let mut message = parsed.message.unwrap_or_default().trim().to_string();
+            let message = parsed.message.unwrap_or_default();
+            let mut message = strip_exception_class(message.trim()).to_string();
             let causes: Vec<String> = parsed
                 .causes
                 .iter()
@@ -380,6 +381,21 @@ fn parse_error_body(body: &str) -> (Option<i64>, String) {
         }
     }
     (None, one_line(body, MAX_QUOTED_BODY))
+}
+
+/// `message` without a leading Java exception class name (`io.x.SomeException: `), which
+/// some registries put before the reason.
+fn strip_exception_class(message: &str) -> &str {
+    match message.split_once(": ") {
+        Some((class, rest))
+            if !class.contains(char::is_whitespace)
+                && class.contains('.')
+                && (class.ends_with("Exception") || class.ends_with("Error")) =>
+        {
+            rest
+        }
+        _ => message,
+    }
 }
 
 /// `text` with runs of whitespace collapsed to one space, cut at `max` characters.
@@ -462,6 +478,22 @@ mod tests {
             e.message
                 .contains("Incompatible artifact [field added without default at /fields/2]"),
             "{e}"
+        );
+    }
+
+    #[test]
+    fn java_exception_class_names_are_dropped() {
+        let e = map(
+            409,
+            r#"{"message":"io.apicurio.registry.rules.violation.RuleViolationException: Incompatible artifact: s [AVRO], list of diff types: [qty at /fields/2]","error_code":409}"#,
+        );
+        assert_eq!(
+            e.message,
+            "Incompatible artifact: s [AVRO], list of diff types: [qty at /fields/2]"
+        );
+        assert_eq!(
+            strip_exception_class("Schema 9 not found: gone"),
+            "Schema 9 not found: gone"
         );
     }
 

@@ -106,7 +106,8 @@ pub fn subject_for(
 pub struct Compat {
     /// Whether the schema may be registered under the subject's compatibility rule.
     pub is_compatible: bool,
-    /// The subject has no version yet (so anything is compatible).
+    /// The registry said the subject has no version yet (Confluent's 404), so anything is
+    /// compatible. Apicurio answers a plain "compatible" instead: false there.
     pub new_subject: bool,
     /// The registry's reasons when incompatible (Confluent 7+ with `verbose=true`;
     /// Apicurio gives none).
