@@ -31,10 +31,11 @@
 //! status survives only inside a message string ("HTTP request to schema registry failed
 //! with status 409 Conflict"); the registry's `error_code` is reachable only by
 //! downcasting the error's source, and is 0 when the body is not a registry error (a proxy's
-//! 401, a 404 from a wrong path); its `retriable` flag is true only for 502 and 503, so
-//! 500, 504 and 429 would stop the pipeline, while a failed response body read is
-//! retriable; it has no compatibility-check call; and it escapes only `/` in subject
-//! names. So the four requests are made here with `reqwest` (the same version it uses,
+//! 401, a 404 from a wrong path); among HTTP answers its `retriable` flag is true only for
+//! 502 and 503, so 500, 504 and 429 would stop the pipeline; its compatibility check
+//! (`is_compatible_schema`) returns a bare bool (no verbose reasons) and fails on a new
+//! subject's 404; and it escapes only `/` in subject names (the compatibility check not
+//! even that). So the four requests are made here with `reqwest` (the same version it uses,
 //! on native-tls/OpenSSL like the rest of sluice), and the crate serves as the
 //! independent decoder (`EasyAvroDecoder`) in the tests, which fetches writer schemas by
 //! id from the registry on its own.
