@@ -17,6 +17,7 @@ pub mod encode;
 pub mod error;
 pub mod pipeline;
 pub mod position;
+pub mod registry;
 pub mod schema;
 pub mod sink;
 pub mod source;

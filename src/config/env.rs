@@ -3,10 +3,12 @@
 //! same value written in the file (and is checked the same way).
 //!
 //! - `SLUICE_<SECTION>_<FIELD>` (upper case) for every scalar field of the top level,
-//!   `[source]`, `[kafka]` and `[commit]`, listed in one table (`FIELDS`, see [`known_env_vars`]); the value is
+//!   `[source]`, `[kafka]`, `[commit]` and `[schema_registry]`, listed in one table
+//!   (`FIELDS`, see [`known_env_vars`]); the value is
 //!   parsed as an integer, boolean, string or comma-separated list according to the
 //!   field. E.g. `SLUICE_NAME`, `SLUICE_SOURCE_URL`, `SLUICE_SOURCE_SERVER_ID`,
-//!   `SLUICE_SOURCE_INCLUDE=shop\..*,crm\..*`, `SLUICE_COMMIT_MAX_MS=250`.
+//!   `SLUICE_SOURCE_INCLUDE=shop\..*,crm\..*`, `SLUICE_COMMIT_MAX_MS=250`,
+//!   `SLUICE_SCHEMA_REGISTRY_PASSWORD`.
 //!   (Comma-separated lists cannot hold a regex containing a comma: put such a
 //!   pattern in the file.)
 //! - `SLUICE_KAFKA_PROPERTY_<NAME>`: librdkafka property `<name>` with `_` replaced by
@@ -121,6 +123,19 @@ pub(super) const FIELDS: &[Field] = &[
     field(&["commit", "max_ms"], Kind::Int),
     field(&["commit", "max_events"], Kind::Int),
     field(&["commit", "idle_offset_ms"], Kind::Int),
+    field(&["schema_registry", "url"], Kind::Str),
+    field(&["schema_registry", "username"], Kind::Str),
+    Field {
+        path: &["schema_registry", "password"],
+        kind: Kind::Str,
+        secret: true,
+    },
+    field(&["schema_registry", "ssl_ca"], Kind::Str),
+    field(&["schema_registry", "ssl_cert"], Kind::Str),
+    field(&["schema_registry", "ssl_key"], Kind::Str),
+    field(&["schema_registry", "timeout_ms"], Kind::Int),
+    field(&["schema_registry", "subject_name_strategy"], Kind::Str),
+    field(&["schema_registry", "retry_backoff_max_ms"], Kind::Int),
 ];
 
 /// The variable name for a TOML path: `SLUICE_` + the path joined by `_`, upper-cased.

@@ -25,12 +25,14 @@
 //! ```
 //!
 //! Submodules: [`secret`] (redaction, [`SourceUrl`]), [`mod@env`] (environment overrides),
-//! [`route`] ([`Router`]: table filter and topic routing); `props` holds the handling
-//! of `kafka.properties` / `kafka.topic_config`.
+//! [`route`] ([`Router`]: table filter and topic routing), [`schema_registry`]
+//! ([`SchemaRegistryConfig`], for Avro routes); `props` holds the handling of
+//! `kafka.properties` / `kafka.topic_config`.
 
 pub mod env;
 mod props;
 pub mod route;
+pub mod schema_registry;
 pub mod secret;
 
 #[cfg(test)]
@@ -46,6 +48,7 @@ use serde::{Deserialize, Serialize};
 
 pub use props::{reserved_property, ReservedProperty, RESERVED_PROPERTIES};
 pub use route::{RouteTarget, Router};
+pub use schema_registry::{SchemaRegistryConfig, SubjectNameStrategy};
 pub use secret::{is_secret_key, redact_text, Secret, SourceUrl, UrlError};
 
 /// One thing wrong with a setting: where, what was found, what is expected and how to
@@ -206,7 +209,8 @@ pub enum Format {
     /// `"json"`: one JSON document per change. The default.
     #[default]
     Json,
-    /// `"avro"`: accepted by the parser, refused by [`Config::validate`] until implemented.
+    /// `"avro"`: Avro binary in the Confluent wire format (magic byte 0, 4-byte schema id),
+    /// schemas registered in `[schema_registry]` (whose `url` it requires).
     Avro,
 }
 
@@ -288,6 +292,10 @@ pub struct Config {
     /// loading fills it in.
     #[serde(default, rename = "route")]
     pub routes: Vec<RouteConfig>,
+    /// The Schema Registry of Avro routes (`[schema_registry]`). Default: none (its `url`
+    /// is required when a route has `format = "avro"`).
+    #[serde(default)]
+    pub schema_registry: SchemaRegistryConfig,
 }
 
 /// `[source]`: the MySQL/MariaDB server sluice replicates from.
@@ -608,7 +616,7 @@ pub struct RouteConfig {
     /// Topic name template, required: legal topic characters `[a-zA-Z0-9._-]` plus
     /// `$1`..`$9` / `${N}` (capture groups of `match`), `${db}` and `${table}`.
     pub topic: String,
-    /// Value encoding: `"json"` (or `"avro"`, not available yet). Default: `"json"`.
+    /// Value encoding: `"json"` or `"avro"` (needs `[schema_registry]`). Default: `"json"`.
     #[serde(default)]
     pub format: Format,
     /// Columns forming the message key. Default: empty, meaning the primary key.
@@ -832,6 +840,7 @@ impl Config {
         self.validate_kafka(&mut problems);
         self.validate_commit(&mut problems);
         self.validate_routes(&mut problems);
+        schema_registry::validate(self, &mut problems);
         // Compiles every regex and topic template (pushes their problems). When the name
         // is invalid, the default route's template (derived from it) is too: not reported
         // twice.
@@ -1022,7 +1031,10 @@ impl Config {
         // The defaults derive from `name`, which is checked on its own.
         let own_topics = [
             ("kafka.schema_changes_topic", k.schema_changes_topic.clone()),
-            ("kafka.schema_history_topic", Some(k.schema_history_topic.clone())),
+            (
+                "kafka.schema_history_topic",
+                Some(k.schema_history_topic.clone()),
+            ),
             ("kafka.dlq_topic", k.dlq_topic.clone()),
         ];
         let own_topics = own_topics
@@ -1149,14 +1161,6 @@ impl Config {
 
     fn validate_routes(&self, problems: &mut Vec<Problem>) {
         for (i, route) in self.routes.iter().enumerate() {
-            if route.format == Format::Avro {
-                problems.push(Problem::new(
-                    format!("route[{i}].format"),
-                    "format = \"avro\"",
-                    "\"json\"",
-                    "format = \"avro\" is not available yet; use \"json\"",
-                ));
-            }
             let mut seen = std::collections::BTreeSet::new();
             for (j, column) in route.key_columns.iter().enumerate() {
                 let path = format!("route[{i}].key_columns[{j}]");

@@ -341,14 +341,41 @@ fn all_problems_reported_at_once() {
 }
 
 #[test]
-fn avro_is_parsed_but_refused() {
-    let text = with("[[route]]\nmatch = 'a'\ntopic = 'b'\nformat = \"avro\"");
+fn avro_route_needs_a_schema_registry_url() {
+    let text = with(
+        "[[route]]\nmatch = 'a'\ntopic = 'a'\n\
+         [[route]]\nmatch = 'b'\ntopic = 'b'\nformat = \"avro\"",
+    );
     let c = Config::parse_with_env(&text, no_env()).unwrap();
-    assert_eq!(c.routes[0].format, Format::Avro);
-    let p = assert_problem(&text, "route[0].format");
-    assert!(p
-        .to_string()
-        .contains("format = \"avro\" is not available yet; use \"json\""));
+    assert_eq!(c.routes[1].format, Format::Avro);
+    let p = assert_problem(&text, "schema_registry.url");
+    assert!(
+        p.found.contains("route[1]") && p.found.contains("avro"),
+        "{p}"
+    );
+    assert!(
+        p.fix.contains("SLUICE_SCHEMA_REGISTRY_URL") && p.fix.contains("format = \"json\""),
+        "{p}"
+    );
+    assert!(p.expected.contains("/apis/ccompat/v7"), "{p}");
+    // With the URL (from the file or the environment) it is accepted.
+    let c = parse(&format!(
+        "{text}\n[schema_registry]\nurl = \"http://127.0.0.1:8081/apis/ccompat/v7/\""
+    ))
+    .unwrap();
+    assert_eq!(c.routes[1].format, Format::Avro);
+    assert_eq!(
+        c.schema_registry.base_url(),
+        "http://127.0.0.1:8081/apis/ccompat/v7"
+    );
+    let c = Config::from_str_with_env(
+        &text,
+        env(&[("SLUICE_SCHEMA_REGISTRY_URL", "https://sr.example")]),
+    )
+    .unwrap();
+    assert!(c.schema_registry.is_configured());
+    // No Avro route: no URL needed.
+    assert!(!parse(MINIMAL).unwrap().schema_registry.is_configured());
 }
 
 #[test]
@@ -712,7 +739,7 @@ fn env_table_covers_every_scalar_field() {
     for (key, value) in table {
         match value {
             toml::Value::Table(section)
-                if ["source", "kafka", "commit"].contains(&key.as_str()) =>
+                if ["source", "kafka", "commit", "schema_registry"].contains(&key.as_str()) =>
             {
                 for (field, v) in section {
                     let is_list = matches!(v, toml::Value::Array(_));
@@ -1144,4 +1171,225 @@ fn ssl_settings_from_the_environment() {
     let e = Config::from_str_with_env(MINIMAL, env(&[("SLUICE_SOURCE_SSL_MODE", "verify_ca")]))
         .unwrap_err();
     assert!(e.to_string().contains("source.ssl_ca"), "{e}");
+}
+
+// ---------------------------------------------------------------- schema registry
+
+/// MINIMAL with a `[schema_registry]` section holding `lines`.
+fn with_registry(lines: &str) -> String {
+    with(&format!("[schema_registry]\n{lines}"))
+}
+
+#[test]
+fn schema_registry_defaults() {
+    let r = parse(MINIMAL).unwrap().schema_registry;
+    assert_eq!(r, SchemaRegistryConfig::default());
+    assert!(!r.is_configured());
+    assert_eq!(r.url, "");
+    assert_eq!(r.basic_auth(), None);
+    assert_eq!((r.ssl_ca(), r.ssl_cert(), r.ssl_key()), (None, None, None));
+    assert_eq!(r.timeout(), Duration::from_secs(10));
+    assert_eq!(r.retry_backoff_max(), Duration::from_secs(5));
+    assert_eq!(r.subject_name_strategy, SubjectNameStrategy::TopicName);
+}
+
+#[test]
+fn schema_registry_settings_parse() {
+    let ca = temp_pem();
+    let c = parse(&with_registry(&format!(
+        "url = \"https://sr.example:8081/\"\nusername = \"key\"\npassword = \"{PASSWORD}\"\n\
+         ssl_ca = \"{}\"\ntimeout_ms = 2500\nsubject_name_strategy = \"topic_record_name\"\n\
+         retry_backoff_max_ms = 800",
+        toml_path(&ca)
+    )))
+    .unwrap();
+    let r = &c.schema_registry;
+    assert_eq!(r.base_url(), "https://sr.example:8081");
+    let (user, password) = r.basic_auth().unwrap();
+    assert_eq!((user, password.expose().as_str()), ("key", PASSWORD));
+    assert_eq!(r.ssl_ca(), Some(ca.path()));
+    assert_eq!(r.timeout(), Duration::from_millis(2500));
+    assert_eq!(r.retry_backoff_max(), Duration::from_millis(800));
+    assert_eq!(
+        r.subject_name_strategy,
+        SubjectNameStrategy::TopicRecordName
+    );
+    for strategy in SubjectNameStrategy::ALL {
+        let c = parse(&with_registry(&format!(
+            "subject_name_strategy = \"{strategy}\""
+        )))
+        .unwrap();
+        assert_eq!(c.schema_registry.subject_name_strategy, strategy);
+    }
+    let e = err(&with_registry(
+        "subject_name_strategy = \"TopicNameStrategy\"",
+    ));
+    assert!(e.contains("subject_name_strategy"), "{e}");
+    for strategy in SubjectNameStrategy::ALL {
+        assert!(e.contains(strategy.as_str()), "{e}");
+    }
+    let e = err(&with_registry("bogus = 1"));
+    assert!(e.contains("unknown field `bogus`"), "{e}");
+}
+
+#[test]
+fn schema_registry_url_is_checked() {
+    for (url, found) in [
+        ("ftp://sr.example", "http:// or https://"),
+        ("sr.example:8081", "http:// or https://"),
+        ("not a url", "not a URL"),
+        ("http://sr.example/?x=1", "?query"),
+        ("http://sr.example/#top", "#fragment"),
+    ] {
+        let p = assert_problem(
+            &with_registry(&format!("url = \"{url}\"")),
+            "schema_registry.url",
+        );
+        assert!(p.found.contains(found), "{url}: {p}");
+        assert!(p.expected.contains("http://"), "{p}");
+    }
+    let p = assert_problem(
+        &with_registry(&format!("url = \"https://key:{PASSWORD}@sr.example\"")),
+        "schema_registry.url",
+    );
+    assert!(p.found.contains("credentials"), "{p}");
+    assert!(p.fix.contains("schema_registry.username"), "{p}");
+    assert!(!err(&with_registry(&format!(
+        "url = \"https://key:{PASSWORD}@sr.example\""
+    )))
+    .contains(PASSWORD));
+    assert!(!err(&with_registry(&format!(
+        "url = \"https://key:{PASSWORD}@sr example\""
+    )))
+    .contains(PASSWORD));
+    parse(&with_registry("url = \"http://[::1]:8081\"")).unwrap();
+}
+
+#[test]
+fn schema_registry_credentials_come_in_pairs() {
+    let p = assert_problem(
+        &with_registry("username = \"key\""),
+        "schema_registry.password",
+    );
+    assert!(p.fix.contains("SLUICE_SCHEMA_REGISTRY_PASSWORD"), "{p}");
+    let p = assert_problem(
+        &with_registry(&format!("password = \"{PASSWORD}\"")),
+        "schema_registry.username",
+    );
+    assert!(!p.to_string().contains(PASSWORD), "{p}");
+    assert!(!err(&with_registry(&format!("password = \"{PASSWORD}\""))).contains(PASSWORD));
+}
+
+#[test]
+fn schema_registry_numbers_are_checked() {
+    assert_problem(
+        &with_registry("timeout_ms = 0"),
+        "schema_registry.timeout_ms",
+    );
+    assert_problem(
+        &with_registry("retry_backoff_max_ms = 0"),
+        "schema_registry.retry_backoff_max_ms",
+    );
+}
+
+#[test]
+fn schema_registry_tls_files_are_checked() {
+    let https = "url = \"https://sr.example\"";
+    let p = assert_problem(
+        &with_registry(&format!("{https}\nssl_ca = \"/nonexistent/sr-ca.pem\"")),
+        "schema_registry.ssl_ca",
+    );
+    assert!(p.found.contains("/nonexistent/sr-ca.pem"), "{p}");
+    let pem = temp_pem();
+    let file = toml_path(&pem);
+    assert_problem(
+        &with_registry(&format!("{https}\nssl_cert = \"{file}\"")),
+        "schema_registry.ssl_key",
+    );
+    assert_problem(
+        &with_registry(&format!("{https}\nssl_key = \"{file}\"")),
+        "schema_registry.ssl_cert",
+    );
+    let p = assert_problem(
+        &with_registry(&format!("url = \"http://sr.example\"\nssl_ca = \"{file}\"")),
+        "schema_registry.ssl_ca",
+    );
+    assert!(p.fix.contains("https://"), "{p}");
+    let c = parse(&with_registry(&format!(
+        "{https}\nssl_ca = \"{file}\"\nssl_cert = \"{file}\"\nssl_key = \"{file}\""
+    )))
+    .unwrap();
+    assert_eq!(c.schema_registry.ssl_cert(), Some(pem.path()));
+    assert_eq!(c.schema_registry.ssl_key(), Some(pem.path()));
+}
+
+#[test]
+fn schema_registry_from_the_environment() {
+    let c = Config::from_str_with_env(
+        MINIMAL,
+        env(&[
+            ("SLUICE_SCHEMA_REGISTRY_URL", "http://127.0.0.1:8081"),
+            ("SLUICE_SCHEMA_REGISTRY_USERNAME", "key"),
+            ("SLUICE_SCHEMA_REGISTRY_PASSWORD", PASSWORD),
+            ("SLUICE_SCHEMA_REGISTRY_TIMEOUT_MS", "3000"),
+            (
+                "SLUICE_SCHEMA_REGISTRY_SUBJECT_NAME_STRATEGY",
+                "record_name",
+            ),
+            ("SLUICE_SCHEMA_REGISTRY_RETRY_BACKOFF_MAX_MS", "1000"),
+        ]),
+    )
+    .unwrap();
+    let r = &c.schema_registry;
+    assert_eq!(r.url, "http://127.0.0.1:8081");
+    assert_eq!(r.basic_auth().unwrap().1.expose(), PASSWORD);
+    assert_eq!((r.timeout_ms, r.retry_backoff_max_ms), (3000, 1000));
+    assert_eq!(r.subject_name_strategy, SubjectNameStrategy::RecordName);
+    // A secret variable's value never appears in an error about it.
+    let e = Config::from_str_with_env(
+        MINIMAL,
+        env(&[("SLUICE_SCHEMA_REGISTRY_TIMEOUT_MS", "soon")]),
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(e.contains("SLUICE_SCHEMA_REGISTRY_TIMEOUT_MS"), "{e}");
+    let e = Config::from_str_with_env(
+        MINIMAL,
+        env(&[("SLUICE_SCHEMA_REGISTRY_PASSWORD", PASSWORD)]),
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(
+        e.contains("schema_registry.username") && !e.contains(PASSWORD),
+        "{e}"
+    );
+}
+
+#[test]
+fn schema_registry_password_is_redacted() {
+    let c = parse(&with_registry(&format!(
+        "url = \"http://127.0.0.1:8081\"\nusername = \"key\"\npassword = \"{PASSWORD}\""
+    )))
+    .unwrap();
+    assert_eq!(c.schema_registry.password.expose(), PASSWORD);
+    for shown in [
+        format!("{c:?}"),
+        format!("{c:#?}"),
+        format!("{:?}", c.schema_registry),
+        c.redacted_json().to_string(),
+        toml::to_string(&c).unwrap(),
+    ] {
+        assert!(!shown.contains(PASSWORD), "{shown}");
+    }
+    let json = c.redacted_json();
+    assert_eq!(json["schema_registry"]["password"], "***");
+    assert_eq!(json["schema_registry"]["username"], "key");
+    // No password: nothing to hide, shown as empty.
+    assert_eq!(
+        parse(MINIMAL).unwrap().redacted_json()["schema_registry"]["password"],
+        ""
+    );
+    // A syntax error on the password line does not quote it.
+    let e = err(&with_registry(&format!("password = \"{PASSWORD}")));
+    assert!(!e.contains(PASSWORD), "{e}");
 }
