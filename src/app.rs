@@ -49,6 +49,8 @@ pub fn sink_settings(cfg: &Config) -> SinkSettings {
         transaction_timeout_ms: cfg.kafka.transaction_timeout_ms,
         max_buffer_kbytes: cfg.kafka.max_buffer_kbytes,
         client: client_config(cfg),
+        registry: cfg.routes_use_avro().then(|| cfg.schema_registry.clone()),
+        dlq_topic: cfg.dlq_topic(),
         topics: TopicSettings {
             partitions: cfg.kafka.partitions,
             replication_factor: cfg.kafka.replication_factor,
@@ -86,6 +88,9 @@ pub async fn preflight(cfg: &Config) -> Result<Vec<CheckItem>> {
             .map_err(|e| Error::definite(format!("preflight task failed: {e}")))?;
     let committed = kafka_items.1;
     items.extend(kafka_items.0);
+    if cfg.routes_use_avro() {
+        items.push(registry_check(cfg).await);
+    }
     let start = start_spec(cfg);
     match (&committed, start) {
         (Some(pos), _) => {
@@ -108,6 +113,31 @@ pub async fn preflight(cfg: &Config) -> Result<Vec<CheckItem>> {
     }
     let _ = conn.disconnect().await;
     Ok(items)
+}
+
+/// The schema registry of Avro routes: reachable, credentials accepted, its global rule.
+async fn registry_check(cfg: &Config) -> CheckItem {
+    let url = cfg.schema_registry.url.clone();
+    let outcome = match crate::registry::Registry::new(&cfg.schema_registry) {
+        Ok(r) => r.check().await.map_err(Error::from),
+        Err(e) => Err(e),
+    };
+    match outcome {
+        Ok(info) => CheckItem {
+            name: "schema registry".into(),
+            problem: None,
+            detail: format!(
+                "{url}: {} subjects, compatibility {}",
+                info.subjects,
+                info.compatibility.as_deref().unwrap_or("not reported")
+            ),
+        },
+        Err(e) => CheckItem {
+            name: "schema registry".into(),
+            problem: Some(e.to_string()),
+            detail: url,
+        },
+    }
 }
 
 fn kafka_checks(

@@ -739,4 +739,324 @@ async fn every_type_round_trips_through_json(flavor: Flavor) {
     }
 }
 
-per_flavor!(every_type_round_trips_through_json);
+/// Decimal scale of a column type (`DECIMAL(p,s)`; 0 for integers).
+fn scale_of(ty: &str) -> usize {
+    ty.split_once(',')
+        .and_then(|(_, rest)| rest.trim_end_matches(')').trim().parse().ok())
+        .unwrap_or(0)
+}
+
+/// An unscaled integer with `scale` digits after the point, as exact text.
+fn scaled(unscaled: &num_bigint::BigInt, scale: usize) -> String {
+    let neg = unscaled.sign() == num_bigint::Sign::Minus;
+    let digits = unscaled.magnitude().to_string();
+    let digits = format!("{digits:0>width$}", width = scale + 1);
+    let (int, frac) = digits.split_at(digits.len() - scale);
+    let sign = if neg { "-" } else { "" };
+    if scale == 0 {
+        format!("{sign}{int}")
+    } else {
+        format!("{sign}{int}.{frac}")
+    }
+}
+
+fn le_u64(bytes: &[u8]) -> String {
+    let mut n: u64 = 0;
+    for (i, b) in bytes.iter().enumerate() {
+        n |= u64::from(*b) << (8 * i);
+    }
+    n.to_string()
+}
+
+/// Canonical form of a value decoded by apache-avro's reader (with the registry's schema).
+fn canon_avro(col: &Col, v: &apache_avro::types::Value) -> J {
+    use apache_avro::types::Value as A;
+    let v = match v {
+        A::Union(_, inner) => inner.as_ref(),
+        other => other,
+    };
+    match (col.fam, v) {
+        (_, A::Null) => J::Null,
+        (Fam::Int | Fam::Year, A::Int(i)) => json!(i.to_string()),
+        (Fam::Int, A::Long(i)) => json!(i.to_string()),
+        (Fam::Int | Fam::Decimal, A::Decimal(d)) => {
+            json!(scaled(
+                &num_bigint::BigInt::from(d.clone()),
+                scale_of(col.ty)
+            ))
+        }
+        (Fam::Float, A::Float(f)) => json!(f.to_bits()),
+        (Fam::Double, A::Double(d)) => json!(d.to_bits()),
+        (Fam::Bit1, A::Boolean(b)) => json!(b),
+        (Fam::Bits, A::Bytes(b)) => json!(le_u64(b)),
+        (Fam::Str | Fam::Enum, A::String(s)) => json!(s),
+        (Fam::Enum, A::Enum(_, s)) => json!(s),
+        (Fam::Bin, A::Bytes(b)) => json!(hex(b)),
+        (Fam::Set, A::Array(items)) => J::Array(
+            items
+                .iter()
+                .map(|i| match i {
+                    A::String(s) => json!(s),
+                    other => panic!("SET member {other:?}"),
+                })
+                .collect(),
+        ),
+        (Fam::Json, A::String(s)) => serde_json::from_str(s).expect("JSON text parses"),
+        (Fam::Date, A::Date(d)) => json!(d.to_string()),
+        (Fam::Time, A::Long(us)) => json!(us.to_string()),
+        (Fam::DateTime(_), A::LocalTimestampMicros(us)) => json!(us.to_string()),
+        (Fam::Timestamp(_), A::TimestampMicros(us)) => json!(us.to_string()),
+        (Fam::Geom, A::Record(fields)) => {
+            let get = |n: &str| fields.iter().find(|(k, _)| k == n).map(|(_, v)| v);
+            let wkb = match get("wkb") {
+                Some(A::Bytes(b)) => hex(b),
+                other => panic!("geometry wkb {other:?}"),
+            };
+            let srid = match get("srid") {
+                Some(A::Union(_, b)) => match b.as_ref() {
+                    A::Int(i) => i64::from(*i),
+                    _ => 0,
+                },
+                Some(A::Int(i)) => i64::from(*i),
+                _ => 0,
+            };
+            json!({"srid": srid, "wkb": wkb})
+        }
+        (fam, other) => panic!(
+            "column {} ({fam:?}): unexpected Avro value {other:?}",
+            col.name
+        ),
+    }
+}
+
+/// Canonical form of a value as Confluent's Python deserializer renders it (see the header
+/// of `scripts/lib/avro-consume`).
+fn canon_py(col: &Col, v: &J) -> J {
+    if v.is_null() {
+        return J::Null;
+    }
+    let bytes = |v: &J| b64(v["$bytes"].as_str().unwrap_or_else(|| panic!("bytes {v}")));
+    let iso_local = |s: &str| {
+        let s = s.strip_suffix("+00:00").unwrap_or(s);
+        let s = if s.contains('T') {
+            s.to_string()
+        } else {
+            format!("{s}T00:00:00")
+        };
+        iso_micros(&format!("{s}Z"))
+    };
+    match col.fam {
+        Fam::Int | Fam::Year => match v {
+            J::String(s) => json!(s),
+            J::Number(n) => json!(n.to_string()),
+            other => panic!("int {other}"),
+        },
+        Fam::Decimal | Fam::Str | Fam::Enum => v.clone(),
+        Fam::Float => json!((v.as_f64().expect("float") as f32).to_bits()),
+        Fam::Double => json!(v.as_f64().expect("double").to_bits()),
+        Fam::Bit1 => v.clone(),
+        Fam::Bits => json!(le_u64(&bytes(v))),
+        Fam::Bin => json!(hex(&bytes(v))),
+        Fam::Set => v.clone(),
+        Fam::Json => serde_json::from_str(v.as_str().expect("json text")).expect("JSON parses"),
+        Fam::Date => json!((iso_local(v.as_str().expect("date")) / 86_400_000_000).to_string()),
+        Fam::Time => json!(v.as_i64().expect("time micros").to_string()),
+        Fam::DateTime(_) | Fam::Timestamp(_) => {
+            json!(iso_local(v.as_str().expect("timestamp")).to_string())
+        }
+        Fam::Geom => json!({
+            "srid": v["srid"].as_i64().unwrap_or(0),
+            "wkb": hex(&bytes(&v["wkb"])),
+        }),
+    }
+}
+
+fn canon_row<T>(cols: &[Col], fields: &[(String, T)], f: impl Fn(&Col, &T) -> J) -> Row {
+    let id = Col {
+        name: "id",
+        ty: "INT",
+        fam: Fam::Int,
+        a: "",
+        b: "",
+    };
+    fields
+        .iter()
+        .map(|(name, v)| {
+            let col = if name == "id" {
+                &id
+            } else {
+                cols.iter()
+                    .find(|c| c.name == name)
+                    .unwrap_or_else(|| panic!("unknown column {name}"))
+            };
+            (name.clone(), f(col, v))
+        })
+        .collect()
+}
+
+fn avro_record(v: &apache_avro::types::Value) -> Option<&Vec<(String, apache_avro::types::Value)>> {
+    use apache_avro::types::Value as A;
+    match v {
+        A::Record(f) => Some(f),
+        A::Union(_, inner) => avro_record(inner),
+        A::Null => None,
+        other => panic!("expected a record, got {other:?}"),
+    }
+}
+
+fn avro_field<'a>(
+    fields: &'a [(String, apache_avro::types::Value)],
+    name: &str,
+) -> &'a apache_avro::types::Value {
+    &fields
+        .iter()
+        .find(|(k, _)| k == name)
+        .unwrap_or_else(|| panic!("no field {name}"))
+        .1
+}
+
+/// Decodes with the registry's writer schema and apache-avro's reader (through
+/// schema_registry_converter, which fetches the schema by the id in each record).
+async fn decode_with_registry(cols: &[Col], recs: &[RawRec]) -> Vec<Canon> {
+    use schema_registry_converter::async_impl::easy_avro::EasyAvroDecoder;
+    use schema_registry_converter::async_impl::schema_registry::SrSettings;
+    let decoder = EasyAvroDecoder::new(SrSettings::new(registry_url()));
+    let mut out = Vec::new();
+    for r in recs {
+        for b in [&r.key, &r.value].into_iter().flatten() {
+            assert_eq!(b.as_slice().get(..1), Some(&[0u8][..]), "Confluent magic byte");
+        }
+        let key = match &r.key {
+            Some(k) => Some(decoder.decode(Some(k)).await.expect("decode key").value),
+            None => None,
+        };
+        let value = match &r.value {
+            Some(v) => Some(decoder.decode(Some(v)).await.expect("decode value").value),
+            None => None,
+        };
+        let row = |v: &apache_avro::types::Value| {
+            avro_record(v).map(|f| canon_row(cols, f, canon_avro))
+        };
+        out.push(Canon {
+            key: key.as_ref().and_then(row),
+            op: value.as_ref().map(
+                |v| match avro_field(avro_record(v).expect("envelope"), "op") {
+                    apache_avro::types::Value::String(s) => s.clone(),
+                    other => panic!("op {other:?}"),
+                },
+            ),
+            before: value
+                .as_ref()
+                .and_then(|v| row(avro_field(avro_record(v).expect("envelope"), "before"))),
+            after: value
+                .as_ref()
+                .and_then(|v| row(avro_field(avro_record(v).expect("envelope"), "after"))),
+        });
+    }
+    out
+}
+
+/// Decodes with Confluent's own Python client (`scripts/lib/avro-consume`).
+fn decode_with_python(cols: &[Col], topic: &str, expect: usize) -> Vec<Canon> {
+    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/scripts/lib/avro-consume");
+    let out = std::process::Command::new(script)
+        .args([
+            "--bootstrap",
+            KAFKA,
+            "--registry",
+            &registry_url(),
+            "--topic",
+            topic,
+        ])
+        .args(["--expect", &expect.to_string(), "--max-idle-ms", "10000"])
+        .output()
+        .expect("run avro-consume");
+    assert!(
+        out.status.success(),
+        "avro-consume {topic}: {}\n{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let row = |v: &J| -> Option<Row> {
+        let obj = v.as_object()?;
+        let fields: Vec<(String, J)> = obj.iter().map(|(k, v)| (k.clone(), v.clone())).collect();
+        Some(canon_row(cols, &fields, canon_py))
+    };
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .filter(|l| !l.trim().is_empty())
+        .map(|l| {
+            let rec: J = serde_json::from_str(l).expect("avro-consume line");
+            let value = &rec["value"];
+            Canon {
+                key: row(&rec["key"]),
+                op: value["op"].as_str().map(str::to_string),
+                before: if value.is_null() {
+                    None
+                } else {
+                    row(&value["before"])
+                },
+                after: if value.is_null() {
+                    None
+                } else {
+                    row(&value["after"])
+                },
+            }
+        })
+        .collect()
+}
+
+async fn every_type_round_trips_through_avro(flavor: Flavor) {
+    let p = Pipeline::new(
+        flavor,
+        "types_avro",
+        &format!("\n[schema_registry]\nurl = \"{}\"\n", registry_url()),
+    );
+    let text = std::fs::read_to_string(&p.config).expect("config");
+    std::fs::write(
+        &p.config,
+        text.replace("format = \"json\"", "format = \"avro\""),
+    )
+    .expect("config");
+    let tables = matrix(flavor);
+    let mut c = root(flavor.port).await;
+    exec(&mut c, &[&format!("CREATE DATABASE {}", p.db)]).await;
+    create_tables(&mut c, &p.db, &tables).await;
+    let mut child = p.spawn();
+    p.wait_started(Duration::from_secs(60));
+    let expected = run_script(&mut c, &p.db, &tables).await;
+    let topics: Vec<String> = tables.iter().map(|(t, _)| p.topic(t)).collect();
+    let recs = consume_raw(
+        &topics,
+        "read_committed",
+        5 * tables.len(),
+        Duration::from_secs(2),
+        Duration::from_secs(60),
+    );
+    terminate(&mut child);
+    for (t, cols) in &tables {
+        let topic = p.topic(t);
+        let mine: Vec<RawRec> = recs.iter().filter(|r| r.topic == topic).cloned().collect();
+        let got = decode_with_registry(cols, &mine).await;
+        check_table(
+            flavor.name,
+            "avro (apache-avro reader)",
+            t,
+            &expected[*t],
+            &got,
+        );
+        let got = decode_with_python(cols, &topic, mine.len());
+        check_table(
+            flavor.name,
+            "avro (Confluent Python client)",
+            t,
+            &expected[*t],
+            &got,
+        );
+    }
+}
+
+per_flavor!(
+    every_type_round_trips_through_json,
+    every_type_round_trips_through_avro
+);

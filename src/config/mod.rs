@@ -808,6 +808,13 @@ impl Config {
             .unwrap_or_else(|| format!("{}.schema-changes", self.name))
     }
 
+    /// Whether any route writes Avro (and so needs the schema registry).
+    pub fn routes_use_avro(&self) -> bool {
+        self.effective_routes()
+            .iter()
+            .any(|r| r.format == Format::Avro)
+    }
+
     /// The dead-letter topic: `kafka.dlq_topic` or `<name>.dlq`.
     pub fn dlq_topic(&self) -> String {
         self.kafka

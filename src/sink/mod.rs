@@ -35,10 +35,13 @@ use rdkafka::producer::Producer;
 use tokio::sync::{mpsc, oneshot};
 
 use crate::config::Delivery;
+use crate::config::{Format, OnSchemaChange};
+use crate::encode::avro::{AvroEncoder, AvroTable, SchemaIds};
 use crate::encode::json::{JsonEncoder, Record};
 use crate::error::{Error, Result};
 use crate::pipeline::{Change, Checkpoint, TableCtx, TxnMeta};
 use crate::position::SourcePosition;
+use crate::registry::{BlockingRegistry, Registry};
 use offsets::OffsetRecord;
 use producer::SinkProducer;
 use topics::{TopicSettings, Topics};
@@ -72,6 +75,10 @@ pub struct SinkSettings {
     pub client: ClientConfig,
     /// For topics sluice creates.
     pub topics: TopicSettings,
+    /// The Schema Registry of Avro routes (`None` when no route uses Avro).
+    pub registry: Option<crate::config::SchemaRegistryConfig>,
+    /// Dead-letter topic of routes with `on_schema_change = "dlq"`.
+    pub dlq_topic: String,
 }
 
 /// Counters the sink keeps; shared with whoever reports them.
@@ -137,7 +144,7 @@ fn run(
     rt: tokio::runtime::Handle,
     ready_tx: oneshot::Sender<Result<Committed>>,
 ) -> Result<()> {
-    let opened = Sink::open(settings, stats);
+    let opened = Sink::open(settings, stats, &rt);
     let mut sink = match opened {
         Ok((sink, committed)) => {
             let _ = ready_tx.send(Ok(committed));
@@ -169,6 +176,14 @@ struct Sink {
     producer: SinkProducer,
     topics: Topics,
     encoder: JsonEncoder,
+    avro: AvroEncoder,
+    registry: Option<BlockingRegistry>,
+    /// Registered schema ids per Avro table version (keyed by the `AvroTable`'s address, which
+    /// the kept `Arc` pins), or why the registry refused it (`on_schema_change = "dlq"`).
+    avro_ids: HashMap<usize, (Arc<AvroTable>, std::result::Result<SchemaIds, String>)>,
+    /// The shape last written per table, to name the changed columns when a new shape is
+    /// refused.
+    last_shape: HashMap<(String, String), Arc<TableCtx>>,
     stats: Arc<SinkStats>,
     records: Vec<Record>,
     /// A Kafka transaction is open (exactly-once) / a batch is open (at-least-once).
@@ -191,7 +206,11 @@ impl Sink {
     }
 
     /// Creates the producer, fences older instances, reads the committed offset.
-    fn open(s: SinkSettings, stats: Arc<SinkStats>) -> Result<(Sink, Committed)> {
+    fn open(
+        s: SinkSettings,
+        stats: Arc<SinkStats>,
+        rt: &tokio::runtime::Handle,
+    ) -> Result<(Sink, Committed)> {
         let mut topics = Topics::new(&s.client, s.topics.clone())?;
         topics.ensure_offsets_topic(&s.offsets_topic)?;
         topics.ensure_history_topic(&s.schema_history_topic)?;
@@ -220,8 +239,19 @@ impl Sink {
             offset: committed,
             history,
         };
+        let registry = match &s.registry {
+            Some(cfg) => Some(BlockingRegistry::new(
+                Arc::new(Registry::new(cfg)?),
+                rt.clone(),
+            )),
+            None => None,
+        };
         let sink = Sink {
             encoder: JsonEncoder::new(&s.name),
+            avro: AvroEncoder::new(&s.name),
+            registry,
+            avro_ids: HashMap::new(),
+            last_shape: HashMap::new(),
             producer,
             topics,
             stats,
@@ -364,35 +394,164 @@ impl Sink {
         pos: u64,
     ) -> Result<()> {
         self.topics.ensure_data_topic(&table.route.topic)?;
+        let ids = match table.route.format {
+            Format::Json => None,
+            Format::Avro => Some(self.schema_ids(table)?),
+        };
+        let dlq_reason = match &ids {
+            Some(Err(reason)) => Some(reason.clone()),
+            _ => None,
+        };
+        if dlq_reason.is_some() {
+            self.topics.ensure_data_topic(&self.s.dlq_topic)?;
+        }
         let table_key = Arc::as_ptr(table) as *const () as usize;
         for (i, row) in rows.iter().enumerate() {
             self.records.clear();
             self.total_order += 1;
             let dc = self.table_order.entry(table_key).or_insert(0);
             *dc += 1;
-            self.encoder.encode(
-                table,
-                &self.meta,
-                kind,
-                row,
-                pos,
-                i as u32,
-                (self.total_order, *dc),
-                &mut self.records,
-            );
+            let order = (self.total_order, *dc);
+            let at = |e: Error| {
+                e.context(format!(
+                    "writing {}.{} (binlog {}:{pos})",
+                    table.schema.db, table.schema.table, self.meta.file
+                ))
+            };
+            match &ids {
+                Some(Ok(ids)) => self
+                    .avro
+                    .encode(
+                        table,
+                        *ids,
+                        &self.meta,
+                        kind,
+                        row,
+                        pos,
+                        i as u32,
+                        order,
+                        &mut self.records,
+                    )
+                    .map_err(at)?,
+                _ => self.encoder.encode(
+                    table,
+                    &self.meta,
+                    kind,
+                    row,
+                    pos,
+                    i as u32,
+                    order,
+                    &mut self.records,
+                ),
+            }
             for rec in &self.records {
-                self.producer
-                    .send(&table.route.topic, rec.key.as_deref(), rec.value.as_deref())
-                    .map_err(|e| {
-                        e.context(format!(
-                            "writing {}.{} (binlog {}:{pos})",
-                            table.schema.db, table.schema.table, self.meta.file
-                        ))
-                    })?;
+                match &dlq_reason {
+                    None => self
+                        .producer
+                        .send(&table.route.topic, rec.key.as_deref(), rec.value.as_deref())
+                        .map_err(at)?,
+                    Some(reason) => {
+                        let value = dead_letter(&table.route.topic, reason, rec);
+                        self.producer
+                            .send(&self.s.dlq_topic, rec.key.as_deref(), Some(&value))
+                            .map_err(at)?;
+                    }
+                }
                 self.kafka_records += 1;
             }
         }
         Ok(())
+    }
+
+    /// The registered schema ids of an Avro table version, registering its key and value
+    /// schemas on first use — inside the open Kafka transaction, so no record citing an id
+    /// commits before the registry accepted the schema. `Err(reason)`: the registry refused
+    /// the value schema and the route sends such rows to the dead-letter topic.
+    fn schema_ids(
+        &mut self,
+        table: &Arc<TableCtx>,
+    ) -> Result<std::result::Result<SchemaIds, String>> {
+        let Some(avro) = table.avro.clone() else {
+            return Err(Error::definite(format!(
+                "internal: Avro route for {}.{} without Avro schemas",
+                table.schema.db, table.schema.table
+            )));
+        };
+        let addr = Arc::as_ptr(&avro) as usize;
+        if let Some((_, ids)) = self.avro_ids.get(&addr) {
+            return Ok(ids.clone());
+        }
+        let Some(registry) = &self.registry else {
+            return Err(Error::definite(format!(
+                "{}.{} is routed with format = \"avro\" but no [schema_registry] is configured; \
+                 set schema_registry.url",
+                table.schema.db, table.schema.table
+            )));
+        };
+        // Registration happens while the Kafka transaction is open: leave it most of its time.
+        let deadline = Instant::now() + Duration::from_millis(self.s.transaction_timeout_ms / 3);
+        let topic = &table.route.topic;
+        let table_name = (table.schema.db.clone(), table.schema.table.clone());
+        let register = |is_key: bool, doc: &crate::encode::avro::AvroDoc| {
+            let subject = registry
+                .registry()
+                .subject_for(topic, is_key, &doc.full_name);
+            registry
+                .register_retrying(&subject, &doc.schema_json, deadline)
+                .map_err(|e| (subject, e))
+        };
+        let key = avro.key.as_ref().map(|doc| register(true, doc));
+        let value = register(false, &avro.value);
+        let outcome = match (key, value) {
+            (None, Ok(value)) => Ok(SchemaIds { key: None, value }),
+            (Some(Ok(key)), Ok(value)) => Ok(SchemaIds {
+                key: Some(key),
+                value,
+            }),
+            (Some(Err((subject, e))), _) | (_, Err((subject, e))) => {
+                let changed = self
+                    .last_shape
+                    .get(&table_name)
+                    .map(|old| describe_shape_change(&old.schema, &table.schema))
+                    .unwrap_or_default();
+                let msg = format!(
+                    "the schema registry refused the new Avro schema of {}.{} (subject `{subject}`){}: {e}",
+                    table_name.0,
+                    table_name.1,
+                    if changed.is_empty() {
+                        String::new()
+                    } else {
+                        format!("; changed since the last shape written: {changed}")
+                    }
+                );
+                if e.kind() == crate::error::ErrorKind::Definite
+                    && table.route.on_schema_change == OnSchemaChange::Dlq
+                {
+                    tracing::warn!(table = %format!("{}.{}", table_name.0, table_name.1), dlq = %self.s.dlq_topic, error = %msg, "rows of a refused schema go to the dead-letter topic");
+                    Err(msg)
+                } else {
+                    let fix = if e.kind() == crate::error::ErrorKind::Definite {
+                        ". Nothing of this shape was committed. Fix: make the change compatible \
+                         under the subject's compatibility rule (e.g. give a new NOT NULL column \
+                         a nullable type), relax the rule for the subject in the registry, or set \
+                         on_schema_change = \"dlq\" on the route to divert such rows"
+                    } else {
+                        ""
+                    };
+                    return Err(match e.kind() {
+                        crate::error::ErrorKind::Transient => {
+                            Error::transient(format!("{msg}{fix}"))
+                        }
+                        _ => Error::definite(format!("{msg}{fix}")),
+                    });
+                }
+            }
+        };
+        if outcome.is_ok() {
+            self.last_shape.insert(table_name, table.clone());
+        }
+        self.avro_ids.insert(addr, (avro, outcome.clone()));
+        Ok(outcome)
     }
 
     /// Writes a DDL's schema-change record and its schema-history updates into the open
@@ -558,6 +717,62 @@ impl Sink {
         }
         self.kafka_open = false;
     }
+}
+
+/// The dead-letter record of a record that could not go to `topic`: JSON naming the topic and
+/// the reason, with the record's key and value as base64 (they may be binary).
+fn dead_letter(topic: &str, reason: &str, rec: &Record) -> Vec<u8> {
+    use base64::Engine as _;
+    let b64 = |b: &Option<Vec<u8>>| {
+        b.as_ref()
+            .map(|b| base64::engine::general_purpose::STANDARD.encode(b))
+    };
+    serde_json::json!({
+        "topic": topic,
+        "reason": reason,
+        "key_base64": b64(&rec.key),
+        "value_base64": b64(&rec.value),
+        "ts_ms": offsets::now_ms(),
+    })
+    .to_string()
+    .into_bytes()
+}
+
+/// The columns added, removed or changed between two shapes of a table, for messages.
+pub fn describe_shape_change(
+    old: &crate::schema::TableSchema,
+    new: &crate::schema::TableSchema,
+) -> String {
+    let mut parts = Vec::new();
+    for c in &new.columns {
+        match old.columns.iter().find(|o| o.name == c.name) {
+            None => parts.push(format!(
+                "column `{}` added ({:?}{})",
+                c.name,
+                c.kind,
+                if c.nullable {
+                    ", nullable"
+                } else {
+                    ", NOT NULL"
+                }
+            )),
+            Some(o) if o.kind != c.kind || o.nullable != c.nullable => parts.push(format!(
+                "column `{}` changed from {:?}{} to {:?}{}",
+                c.name,
+                o.kind,
+                if o.nullable { " NULL" } else { " NOT NULL" },
+                c.kind,
+                if c.nullable { " NULL" } else { " NOT NULL" }
+            )),
+            Some(_) => {}
+        }
+    }
+    for o in &old.columns {
+        if !new.columns.iter().any(|c| c.name == o.name) {
+            parts.push(format!("column `{}` removed", o.name));
+        }
+    }
+    parts.join(", ")
 }
 
 /// Key of a table's record in the schema-history topic: `<pipeline>/<db>.<table>`.

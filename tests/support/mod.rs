@@ -363,8 +363,30 @@ pub struct Rec {
     pub value: Option<serde_json::Value>,
 }
 
+/// Schema registry of the test bed (Confluent-compatible API).
+pub fn registry_url() -> String {
+    std::env::var("SLUICE_TEST_REGISTRY_URL")
+        .unwrap_or_else(|_| "http://127.0.0.1:8081/apis/ccompat/v7".to_string())
+}
+
+/// One consumed record, undecoded.
+#[derive(Debug, Clone)]
+pub struct RawRec {
+    /// Topic.
+    pub topic: String,
+    /// Partition.
+    pub partition: i32,
+    /// Offset.
+    pub offset: i64,
+    /// Key bytes (None for a null key).
+    pub key: Option<Vec<u8>>,
+    /// Value bytes (None for a tombstone).
+    pub value: Option<Vec<u8>>,
+}
+
 /// Reads every record of `topics` with `isolation.level`, until `want` records were seen
-/// (then waits `settle` more to catch extras) or `timeout` passes.
+/// (then waits `settle` more to catch extras) or `timeout` passes. Keys and values must be
+/// JSON.
 pub fn consume(
     topics: &[String],
     isolation: &str,
@@ -372,6 +394,30 @@ pub fn consume(
     settle: Duration,
     timeout: Duration,
 ) -> Vec<Rec> {
+    consume_raw(topics, isolation, want, settle, timeout)
+        .into_iter()
+        .map(|m| Rec {
+            topic: m.topic,
+            partition: m.partition,
+            offset: m.offset,
+            key: m
+                .key
+                .map(|k| serde_json::from_slice(&k).expect("key is JSON")),
+            value: m
+                .value
+                .map(|v| serde_json::from_slice(&v).expect("value is JSON")),
+        })
+        .collect()
+}
+
+/// Like [`consume`], without decoding.
+pub fn consume_raw(
+    topics: &[String],
+    isolation: &str,
+    want: usize,
+    settle: Duration,
+    timeout: Duration,
+) -> Vec<RawRec> {
     let consumer: BaseConsumer = ClientConfig::new()
         .set("bootstrap.servers", KAFKA)
         .set("group.id", unique("test_reader"))
@@ -424,16 +470,12 @@ pub fn consume(
             None => {}
             Some(Err(e)) => panic!("consume: {e}"),
             Some(Ok(m)) => {
-                out.push(Rec {
+                out.push(RawRec {
                     topic: m.topic().to_string(),
                     partition: m.partition(),
                     offset: m.offset(),
-                    key: m
-                        .key()
-                        .map(|k| serde_json::from_slice(k).expect("key is JSON")),
-                    value: m
-                        .payload()
-                        .map(|v| serde_json::from_slice(v).expect("value is JSON")),
+                    key: m.key().map(|k| k.to_vec()),
+                    value: m.payload().map(|v| v.to_vec()),
                 });
                 if out.len() >= want && reached.is_none() {
                     reached = Some(Instant::now());
