@@ -18,6 +18,8 @@
 //! the row decoder (`crate::source::rows`) so both agree on types and metadata.
 
 pub mod column;
+pub mod ddl;
+pub mod tracked;
 
 pub use column::{charset_kind, decode_text, CharsetKind, Column, ColumnKind, BINARY_CHARSET};
 
