@@ -218,6 +218,30 @@ pub fn parse_ddl_with(default_db: Option<&str>, sql: &str, mode: SqlMode) -> Ddl
     }
 }
 
+/// Parses one column from its name and SQL type text as `information_schema.COLUMNS.COLUMN_TYPE`
+/// gives it (`"int(10) unsigned zerofill"`, `"enum('a','b')"`), with the same normalization as
+/// DDL text.
+pub fn parse_column_type(name: &str, column_type: &str) -> Result<ColumnDef, String> {
+    let sql = format!("`{}` {}", name.replace('`', "``"), column_type);
+    let dialect = MySqlDialect {};
+    let mut p = Parser::new(&dialect)
+        .try_with_sql(&sql)
+        .map_err(|e| e.to_string())?;
+    let mut cx = Cx {
+        p: &mut p,
+        default_db: None,
+        mode: SqlMode::default(),
+    };
+    let c = cx.column_def()?;
+    if !cx.at_end() {
+        return Err(format!(
+            "unexpected `{}` in column type `{column_type}`",
+            cx.peek()
+        ));
+    }
+    Ok(c.def)
+}
+
 // ---------------------------------------------------------------------------
 // Pre-normalization.
 // ---------------------------------------------------------------------------

@@ -26,6 +26,7 @@
 
 pub mod column;
 pub mod ddl;
+pub mod information_schema;
 pub mod tracked;
 
 pub use column::{charset_kind, decode_text, CharsetKind, Column, ColumnKind, BINARY_CHARSET};

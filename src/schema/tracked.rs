@@ -365,6 +365,30 @@ impl TableDef {
         }
     }
 
+    /// Whether two definitions describe the same table, reading an absent collation or table
+    /// default charset as "not stated" (DDL text leaves out a charset's default collation and
+    /// may leave out the table's charset; information_schema names both). Everything else
+    /// (names, types, members, column charsets, nullability, generated and invisible flags, the
+    /// primary key) must be equal.
+    pub fn agrees_with(&self, other: &TableDef) -> bool {
+        fn stated<T: PartialEq>(a: &Option<T>, b: &Option<T>) -> bool {
+            a.is_none() || b.is_none() || a == b
+        }
+        self.db == other.db
+            && self.table == other.table
+            && self.primary_key == other.primary_key
+            && stated(&self.default_charset, &other.default_charset)
+            && stated(&self.default_collation, &other.default_collation)
+            && self.columns.len() == other.columns.len()
+            && self.columns.iter().zip(&other.columns).all(|(a, b)| {
+                ColumnDef {
+                    collation: b.collation.clone(),
+                    ..a.clone()
+                } == *b
+                    && stated(&a.collation, &b.collation)
+            })
+    }
+
     /// Applies one `ALTER TABLE` operation.
     pub fn apply(&mut self, op: &AlterOp) -> Result<(), DdlError> {
         match op {
@@ -1042,6 +1066,28 @@ mod tests {
         assert_eq!(charset_of_collation("uca1400_ai_ci"), None);
         assert_eq!(charset_id("UTF8"), 33);
         assert_eq!(mb_max_len("nope"), 4);
+    }
+
+    #[test]
+    fn agreement_reads_absent_collations_as_unstated() {
+        let a = def();
+        let mut b = def();
+        assert!(a.agrees_with(&b));
+        b.columns[1].collation = Some("latin1_swedish_ci".into());
+        b.default_collation = Some("latin1_swedish_ci".into());
+        assert!(a.agrees_with(&b) && b.agrees_with(&a));
+        let mut c = b.clone();
+        c.columns[1].collation = Some("latin1_bin".into());
+        assert!(!c.agrees_with(&b));
+        let mut c = b.clone();
+        c.columns[1].charset = Some("utf8mb4".into());
+        assert!(!c.agrees_with(&b), "charsets must be equal");
+        let mut c = b.clone();
+        c.columns[2].sql_type = "mediumtext".into();
+        assert!(!c.agrees_with(&b));
+        let mut c = b;
+        c.primary_key.clear();
+        assert!(!c.agrees_with(&a));
     }
 
     #[test]
