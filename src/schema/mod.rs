@@ -5,6 +5,13 @@
 //! MariaDB ≥ 10.5 log with `binlog_row_metadata=FULL` (column names, signedness,
 //! charsets, ENUM/SET member strings, primary key, vector dimensions).
 //!
+//! Servers that log less (MINIMAL metadata: no names, ENUM/SET strings or primary key; or no
+//! optional metadata at all) are read with a tracked definition of the table ([`tracked`]): the
+//! first one from `information_schema` ([`information_schema`]) or a schema history, kept
+//! current by the DDL in the binlog ([`ddl`]).
+//! [`TableSchema::from_table_map_with_def`] takes what the table map lacks from it and checks
+//! that both agree.
+//!
 //! Invariants of a successfully built schema:
 //!
 //! * `columns.len()` equals the table map's column count and columns are in table
@@ -18,11 +25,15 @@
 //! the row decoder (`crate::source::rows`) so both agree on types and metadata.
 
 pub mod column;
+pub mod ddl;
+pub mod information_schema;
+pub mod tracked;
 
 pub use column::{charset_kind, decode_text, CharsetKind, Column, ColumnKind, BINARY_CHARSET};
 
 use mysql_common::binlog::events::TableMapEvent;
 use mysql_common::proto::MySerialize;
+use tracked::{ColumnDef, TableDef, TableName};
 
 /// A table's columns and primary key as described by a `TABLE_MAP` event.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -101,6 +112,104 @@ pub enum SchemaError {
     },
 }
 
+/// What to do when a table map and the tracked schema disagree.
+const OUT_OF_STEP: &str = "the tracked schema is out of step with the binlog (a DDL statement \
+     sluice did not see or could not apply, such as one run with sql_log_bin=0, or a schema \
+     history from another server); rebuild the schema history from the server's current \
+     definitions, or set binlog_row_metadata=FULL (MySQL >= 8.0.1, MariaDB >= 10.5) so that \
+     table maps carry column names";
+
+/// Why a `TABLE_MAP` and a tracked [`TableDef`] do not give a schema.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum SchemaMismatch {
+    /// The table map itself is unusable.
+    #[error(transparent)]
+    Schema(#[from] SchemaError),
+    /// The definition is of another table.
+    #[error("TABLE_MAP for `{db}`.`{table}` was checked against the tracked schema of {tracked}")]
+    Table {
+        /// Database name of the table map.
+        db: String,
+        /// Table name of the table map.
+        table: String,
+        /// The definition's table.
+        tracked: TableName,
+    },
+    /// Different column counts.
+    #[error(
+        "TABLE_MAP for `{db}`.`{table}` has {logged} columns but the tracked schema has \
+         {tracked}: {}",
+        OUT_OF_STEP
+    )]
+    ColumnCount {
+        /// Database name.
+        db: String,
+        /// Table name.
+        table: String,
+        /// Columns in the table map.
+        logged: usize,
+        /// Columns in the tracked definition.
+        tracked: usize,
+    },
+    /// A column name differs (the table map logs names).
+    #[error(
+        "TABLE_MAP for `{db}`.`{table}`: column #{index} is `{logged}` in the binlog but \
+         `{tracked}` in the tracked schema: {}",
+        OUT_OF_STEP
+    )]
+    ColumnName {
+        /// Database name.
+        db: String,
+        /// Table name.
+        table: String,
+        /// Column index (0-based).
+        index: usize,
+        /// Name in the table map.
+        logged: String,
+        /// Name in the tracked definition.
+        tracked: String,
+    },
+    /// A column's logged type cannot be its tracked type.
+    #[error("{0}")]
+    ColumnType(Box<ColumnTypeMismatch>),
+    /// A tracked primary key column is not a column.
+    #[error(
+        "the tracked schema of `{db}`.`{table}` has primary key column `{column}`, which is not \
+         one of its columns: {}",
+        OUT_OF_STEP
+    )]
+    PrimaryKey {
+        /// Database name.
+        db: String,
+        /// Table name.
+        table: String,
+        /// The key column.
+        column: String,
+    },
+}
+
+/// A column whose logged type cannot be its tracked type.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error(
+    "TABLE_MAP for `{db}`.`{table}`: column #{index} `{column}` is tracked as `{tracked}` but \
+     logged as {logged}: {}",
+    OUT_OF_STEP
+)]
+pub struct ColumnTypeMismatch {
+    /// Database name.
+    pub db: String,
+    /// Table name.
+    pub table: String,
+    /// Column index (0-based).
+    pub index: usize,
+    /// Column name.
+    pub column: String,
+    /// Tracked SQL type.
+    pub tracked: String,
+    /// Logged type in words.
+    pub logged: String,
+}
+
 impl TableSchema {
     /// Builds the schema from a `TABLE_MAP` event, inferring the server flavor.
     ///
@@ -131,138 +240,478 @@ impl TableSchema {
     /// Builds the schema from an already parsed table map.
     pub(crate) fn from_raw(raw: &RawTableMap, flavor: ServerFlavor) -> Result<Self, SchemaError> {
         let n = raw.columns.len();
-        let malformed = |detail: String| SchemaError::Malformed {
-            db: raw.db.clone(),
-            table: raw.table.clone(),
-            detail,
-        };
-        let mut opt = OptionalMetadata::parse(&raw.optional, n).map_err(malformed)?;
-
-        let names = match opt.column_names.take() {
-            Some(names) => names,
+        let opt = OptionalMetadata::parse(&raw.optional, n).map_err(|d| raw.malformed(d))?;
+        let names = match &opt.column_names {
+            Some(names) => names.clone(),
+            None if n == 0 => Vec::new(),
             None => {
-                if n == 0 {
-                    Vec::new()
-                } else {
-                    return Err(SchemaError::NoFullMetadata {
-                        db: raw.db.clone(),
-                        table: raw.table.clone(),
-                    });
-                }
+                return Err(SchemaError::NoFullMetadata {
+                    db: raw.db.clone(),
+                    table: raw.table.clone(),
+                })
             }
         };
-        if names.len() != n {
-            return Err(malformed(format!(
-                "{} column names for {} columns",
-                names.len(),
-                n
-            )));
-        }
+        let meta = MapMetadata::read(raw, opt, flavor, |i| names.get(i).cloned())?;
+        let facts = names
+            .into_iter()
+            .enumerate()
+            .map(|(i, name)| meta.facts(i, name))
+            .collect();
+        Self::assemble(raw, facts, meta.primary_key.unwrap_or_default())
+    }
 
-        // Reject unsupported column types first (with the column's name).
-        for (index, col) in raw.columns.iter().enumerate() {
-            if let RealType::Unsupported(detail) = col.real {
-                return Err(SchemaError::UnsupportedType {
+    /// Builds the schema from a `TABLE_MAP` event and the tracked definition of its table
+    /// (see [`tracked`]): the column types and type metadata come from the table map; names,
+    /// signedness, ENUM/SET members, charsets, vector dimensions and the primary key come from
+    /// the table map where it logs them (`binlog_row_metadata=FULL`, or the signedness and
+    /// charsets of MINIMAL) and from `def` where it does not.
+    ///
+    /// Both must describe the same table: the column count, every column's logged type against
+    /// the tracked SQL type (integer width and signedness, DECIMAL precision and scale,
+    /// fractional seconds, BIT width, ENUM/SET size, type family for the rest) and, where the
+    /// table map logs them, the column names (case-insensitively) are checked.
+    pub fn from_table_map_with_def(
+        tme: &TableMapEvent<'_>,
+        flavor: ServerFlavor,
+        def: &TableDef,
+    ) -> Result<Self, SchemaMismatch> {
+        let raw = RawTableMap::from_event(tme)?;
+        Self::from_raw_with_def(&raw, flavor, def)
+    }
+
+    /// [`TableSchema::from_table_map_with_def`] on an already parsed table map.
+    pub(crate) fn from_raw_with_def(
+        raw: &RawTableMap,
+        flavor: ServerFlavor,
+        def: &TableDef,
+    ) -> Result<Self, SchemaMismatch> {
+        let n = raw.columns.len();
+        if raw.db != def.db || raw.table != def.table {
+            return Err(SchemaMismatch::Table {
+                db: raw.db.clone(),
+                table: raw.table.clone(),
+                tracked: def.name(),
+            });
+        }
+        if n != def.columns.len() {
+            return Err(SchemaMismatch::ColumnCount {
+                db: raw.db.clone(),
+                table: raw.table.clone(),
+                logged: n,
+                tracked: def.columns.len(),
+            });
+        }
+        let opt = OptionalMetadata::parse(&raw.optional, n).map_err(|d| raw.malformed(d))?;
+        let full = opt.column_names.is_some();
+        let names: Vec<String> = match &opt.column_names {
+            Some(logged) => {
+                for (index, (l, c)) in logged.iter().zip(&def.columns).enumerate() {
+                    if !l.eq_ignore_ascii_case(&c.name) {
+                        return Err(SchemaMismatch::ColumnName {
+                            db: raw.db.clone(),
+                            table: raw.table.clone(),
+                            index,
+                            logged: l.clone(),
+                            tracked: c.name.clone(),
+                        });
+                    }
+                }
+                logged.clone()
+            }
+            None => def.columns.iter().map(|c| c.name.clone()).collect(),
+        };
+        let meta = MapMetadata::read(raw, opt, flavor, |i| names.get(i).cloned())?;
+        for (index, (col, c)) in raw.columns.iter().zip(&def.columns).enumerate() {
+            let unsigned = meta.unsigned.as_ref().and_then(|u| u.get(index).copied());
+            if !type_agrees(c, col, unsigned) {
+                return Err(SchemaMismatch::ColumnType(Box::new(ColumnTypeMismatch {
                     db: raw.db.clone(),
                     table: raw.table.clone(),
                     index,
-                    column: names.get(index).cloned().unwrap_or_default(),
-                    type_code: col.type_code,
-                    detail,
-                });
+                    column: c.name.clone(),
+                    tracked: c.sql_type.clone(),
+                    logged: describe_logged(col, unsigned),
+                })));
             }
         }
+        let facts = names
+            .into_iter()
+            .zip(&def.columns)
+            .enumerate()
+            .map(|(i, (name, c))| {
+                let mut f = meta.facts(i, name);
+                if meta.unsigned.is_none() {
+                    f.unsigned = c.unsigned;
+                }
+                if meta.charsets.is_none() || meta.es_charsets.is_none() {
+                    let cs = def_charset_id(c);
+                    if meta.charsets.is_none() {
+                        f.charset = cs;
+                    }
+                    if meta.es_charsets.is_none() {
+                        f.es_charset = cs;
+                    }
+                }
+                if meta.members.is_none() {
+                    f.members = c.members.clone();
+                }
+                if f.dimensions.is_none() && c.base_type() == "vector" {
+                    f.dimensions = tracked::type_args(&c.sql_type)
+                        .first()
+                        .and_then(|&d| u32::try_from(d).ok());
+                }
+                f
+            })
+            .collect();
+        let primary_key = match meta.primary_key {
+            Some(pk) => pk,
+            None if full => Vec::new(),
+            None => def
+                .primary_key
+                .iter()
+                .map(|k| {
+                    def.column_index(k)
+                        .ok_or_else(|| SchemaMismatch::PrimaryKey {
+                            db: raw.db.clone(),
+                            table: raw.table.clone(),
+                            column: k.clone(),
+                        })
+                })
+                .collect::<Result<_, _>>()?,
+        };
+        Ok(Self::assemble(raw, facts, primary_key)?)
+    }
 
-        let unsigned = signedness(raw, opt.signedness.as_deref()).map_err(malformed)?;
-        let charsets = char_charsets(raw, &opt, flavor).map_err(malformed)?;
-        let enum_set_charsets = enum_set_charsets(raw, &opt).map_err(malformed)?;
-
-        let mut enum_values = opt.enum_values.unwrap_or_default().into_iter();
-        let mut set_values = opt.set_values.unwrap_or_default().into_iter();
-        let mut dims = opt.vector_dims.unwrap_or_default().into_iter();
-
+    /// The schema from the table map's column types plus per-column facts (one per column).
+    fn assemble(
+        raw: &RawTableMap,
+        facts: Vec<ColumnFacts>,
+        primary_key: Vec<usize>,
+    ) -> Result<Self, SchemaError> {
+        let n = raw.columns.len();
+        if facts.len() != n {
+            return Err(raw.malformed(format!("{} column names for {} columns", facts.len(), n)));
+        }
         let mut columns = Vec::with_capacity(n);
-        for (i, (col, name)) in raw.columns.iter().zip(names).enumerate() {
-            let unsigned = unsigned.get(i).copied().unwrap_or(false);
-            let charset = charsets.get(i).copied().flatten().unwrap_or(0);
-            let es_charset = enum_set_charsets.get(i).copied().flatten().unwrap_or(0);
-            let kind = match col.real {
-                RealType::Tiny => ColumnKind::TinyInt { unsigned },
-                RealType::Short => ColumnKind::SmallInt { unsigned },
-                RealType::Int24 => ColumnKind::MediumInt { unsigned },
-                RealType::Long => ColumnKind::Int { unsigned },
-                RealType::LongLong => ColumnKind::BigInt { unsigned },
-                RealType::Float => ColumnKind::Float,
-                RealType::Double => ColumnKind::Double,
-                RealType::NewDecimal { precision, scale } => {
-                    ColumnKind::Decimal { precision, scale }
-                }
-                RealType::Date => ColumnKind::Date,
-                RealType::Time | RealType::Time2 { .. } => ColumnKind::Time { fsp: col.fsp() },
-                RealType::DateTime | RealType::DateTime2 { .. } => {
-                    ColumnKind::DateTime { fsp: col.fsp() }
-                }
-                RealType::Timestamp | RealType::Timestamp2 { .. } => {
-                    ColumnKind::Timestamp { fsp: col.fsp() }
-                }
-                RealType::Year => ColumnKind::Year,
-                RealType::VarChar { max_bytes } => ColumnKind::String {
-                    charset,
-                    binary: charset == BINARY_CHARSET,
-                    fixed: false,
-                    max_bytes,
-                },
-                RealType::Char { max_bytes } => ColumnKind::String {
-                    charset,
-                    binary: charset == BINARY_CHARSET,
-                    fixed: true,
-                    max_bytes,
-                },
-                RealType::Blob { .. } => ColumnKind::Blob {
-                    charset,
-                    binary: charset == BINARY_CHARSET,
-                },
-                RealType::Enum { .. } => ColumnKind::Enum {
-                    values: member_strings(enum_values.next(), es_charset),
-                },
-                RealType::Set { .. } => ColumnKind::Set {
-                    values: member_strings(set_values.next(), es_charset),
-                },
-                RealType::Bit { bits, .. } => ColumnKind::Bit { bits },
-                RealType::Json { .. } => ColumnKind::Json,
-                RealType::Geometry { .. } => ColumnKind::Geometry,
-                RealType::Vector { .. } => ColumnKind::Vector {
-                    dimensions: dims.next().and_then(|d| u32::try_from(d).ok()),
-                },
-                RealType::Unsupported(_) => {
-                    // Rejected above; keep the match exhaustive without panicking.
-                    return Err(malformed(format!("column #{i} has an unsupported type")));
-                }
+        for (i, (col, f)) in raw.columns.iter().zip(facts).enumerate() {
+            let Some(kind) = column_kind(col, &f) else {
+                // Rejected by MapMetadata::read; keep this path an error, not a panic.
+                return Err(raw.malformed(format!("column #{i} has an unsupported type")));
             };
             columns.push(Column {
-                name,
+                name: f.name,
                 kind,
                 nullable: raw.nullable(i),
             });
         }
-
-        let primary_key = match (opt.simple_pk, opt.pk_with_prefix) {
-            (Some(pk), _) => pk,
-            (None, Some(pk)) => pk,
-            (None, None) => Vec::new(),
-        };
         if let Some(bad) = primary_key.iter().find(|&&i| i >= n) {
-            return Err(malformed(format!(
+            return Err(raw.malformed(format!(
                 "primary key column index {bad} out of range ({n} columns)"
             )));
         }
-
         Ok(TableSchema {
             db: raw.db.clone(),
             table: raw.table.clone(),
             columns,
             primary_key,
         })
+    }
+}
+
+/// What a column needs beyond its binlog type and type metadata.
+#[derive(Debug, Clone, Default)]
+struct ColumnFacts {
+    name: String,
+    unsigned: bool,
+    /// Collation id of a character column (0: unknown).
+    charset: u16,
+    /// Collation id of an ENUM/SET column's member strings (0: unknown).
+    es_charset: u16,
+    /// ENUM/SET member strings.
+    members: Vec<String>,
+    /// VECTOR dimensions, if known.
+    dimensions: Option<u32>,
+}
+
+/// The column kind of one table-map column (None for a type this crate cannot decode).
+fn column_kind(col: &RawColumn, f: &ColumnFacts) -> Option<ColumnKind> {
+    let unsigned = f.unsigned;
+    let charset = f.charset;
+    Some(match col.real {
+        RealType::Tiny => ColumnKind::TinyInt { unsigned },
+        RealType::Short => ColumnKind::SmallInt { unsigned },
+        RealType::Int24 => ColumnKind::MediumInt { unsigned },
+        RealType::Long => ColumnKind::Int { unsigned },
+        RealType::LongLong => ColumnKind::BigInt { unsigned },
+        RealType::Float => ColumnKind::Float,
+        RealType::Double => ColumnKind::Double,
+        RealType::NewDecimal { precision, scale } => ColumnKind::Decimal { precision, scale },
+        RealType::Date => ColumnKind::Date,
+        RealType::Time | RealType::Time2 { .. } => ColumnKind::Time { fsp: col.fsp() },
+        RealType::DateTime | RealType::DateTime2 { .. } => ColumnKind::DateTime { fsp: col.fsp() },
+        RealType::Timestamp | RealType::Timestamp2 { .. } => {
+            ColumnKind::Timestamp { fsp: col.fsp() }
+        }
+        RealType::Year => ColumnKind::Year,
+        RealType::VarChar { max_bytes } => ColumnKind::String {
+            charset,
+            binary: charset == BINARY_CHARSET,
+            fixed: false,
+            max_bytes,
+        },
+        RealType::Char { max_bytes } => ColumnKind::String {
+            charset,
+            binary: charset == BINARY_CHARSET,
+            fixed: true,
+            max_bytes,
+        },
+        RealType::Blob { .. } => ColumnKind::Blob {
+            charset,
+            binary: charset == BINARY_CHARSET,
+        },
+        RealType::Enum { .. } => ColumnKind::Enum {
+            values: f.members.clone(),
+        },
+        RealType::Set { .. } => ColumnKind::Set {
+            values: f.members.clone(),
+        },
+        RealType::Bit { bits, .. } => ColumnKind::Bit { bits },
+        RealType::Json { .. } => ColumnKind::Json,
+        RealType::Geometry { .. } => ColumnKind::Geometry,
+        RealType::Vector { .. } => ColumnKind::Vector {
+            dimensions: f.dimensions,
+        },
+        RealType::Unsupported(_) => return None,
+    })
+}
+
+/// A table map's optional metadata expanded to one entry per column; `None` for a field the
+/// table map does not log.
+#[derive(Debug, Default)]
+struct MapMetadata {
+    unsigned: Option<Vec<bool>>,
+    charsets: Option<Vec<Option<u16>>>,
+    es_charsets: Option<Vec<Option<u16>>>,
+    members: Option<Vec<Vec<String>>>,
+    dims: Vec<Option<u32>>,
+    primary_key: Option<Vec<usize>>,
+}
+
+impl MapMetadata {
+    /// Rejects columns of unsupported types (named by `name_of`), then expands the metadata.
+    fn read(
+        raw: &RawTableMap,
+        opt: OptionalMetadata,
+        flavor: ServerFlavor,
+        name_of: impl Fn(usize) -> Option<String>,
+    ) -> Result<Self, SchemaError> {
+        for (index, col) in raw.columns.iter().enumerate() {
+            if let RealType::Unsupported(detail) = col.real {
+                return Err(SchemaError::UnsupportedType {
+                    db: raw.db.clone(),
+                    table: raw.table.clone(),
+                    index,
+                    column: name_of(index).unwrap_or_else(|| format!("@{}", index + 1)),
+                    type_code: col.type_code,
+                    detail,
+                });
+            }
+        }
+        let malformed = |d: String| raw.malformed(d);
+        let unsigned = match opt.signedness.as_deref() {
+            Some(bits) => Some(signedness(raw, Some(bits)).map_err(malformed)?),
+            None => None,
+        };
+        let charsets = if opt.default_charset.is_some() || opt.column_charset.is_some() {
+            Some(char_charsets(raw, &opt, flavor).map_err(malformed)?)
+        } else {
+            None
+        };
+        let es_charsets =
+            if opt.enum_set_default_charset.is_some() || opt.enum_set_column_charset.is_some() {
+                Some(enum_set_charsets(raw, &opt).map_err(malformed)?)
+            } else {
+                None
+            };
+        let members = if opt.enum_values.is_some()
+            || opt.set_values.is_some()
+            || opt.column_names.is_some()
+        {
+            let mut enum_values = opt.enum_values.unwrap_or_default().into_iter();
+            let mut set_values = opt.set_values.unwrap_or_default().into_iter();
+            let es = es_charsets.as_deref();
+            Some(
+                raw.columns
+                    .iter()
+                    .enumerate()
+                    .map(|(i, c)| {
+                        let cs = es.and_then(|e| e.get(i).copied().flatten()).unwrap_or(0);
+                        match c.real {
+                            RealType::Enum { .. } => member_strings(enum_values.next(), cs),
+                            RealType::Set { .. } => member_strings(set_values.next(), cs),
+                            _ => Vec::new(),
+                        }
+                    })
+                    .collect(),
+            )
+        } else {
+            None
+        };
+        let mut dims_it = opt.vector_dims.unwrap_or_default().into_iter();
+        let dims = raw
+            .columns
+            .iter()
+            .map(|c| match c.real {
+                RealType::Vector { .. } => dims_it.next().and_then(|d| u32::try_from(d).ok()),
+                _ => None,
+            })
+            .collect();
+        let primary_key = opt.simple_pk.or(opt.pk_with_prefix);
+        Ok(MapMetadata {
+            unsigned,
+            charsets,
+            es_charsets,
+            members,
+            dims,
+            primary_key,
+        })
+    }
+
+    /// The facts of column `i` as the table map logs them (defaults where it does not).
+    fn facts(&self, i: usize, name: String) -> ColumnFacts {
+        let at = |v: &Option<Vec<Option<u16>>>| {
+            v.as_ref()
+                .and_then(|v| v.get(i).copied().flatten())
+                .unwrap_or(0)
+        };
+        ColumnFacts {
+            name,
+            unsigned: self
+                .unsigned
+                .as_ref()
+                .and_then(|u| u.get(i).copied())
+                .unwrap_or(false),
+            charset: at(&self.charsets),
+            es_charset: at(&self.es_charsets),
+            members: self
+                .members
+                .as_ref()
+                .and_then(|m| m.get(i).cloned())
+                .unwrap_or_default(),
+            dimensions: self.dims.get(i).copied().flatten(),
+        }
+    }
+}
+
+/// The collation id a tracked column's bytes are in (binary types: `binary`).
+fn def_charset_id(c: &ColumnDef) -> u16 {
+    match c.base_type() {
+        "binary" | "varbinary" | "tinyblob" | "blob" | "mediumblob" | "longblob" | "uuid"
+        | "inet6" | "inet4" => BINARY_CHARSET,
+        "json" => tracked::charset_id("utf8mb4"),
+        _ => c
+            .charset
+            .as_deref()
+            .or_else(|| {
+                c.collation
+                    .as_deref()
+                    .and_then(tracked::charset_of_collation)
+            })
+            .map_or(0, tracked::charset_id),
+    }
+}
+
+/// Whether a logged column can be the tracked column (see
+/// [`TableSchema::from_table_map_with_def`]); `unsigned` is the logged signedness, if logged.
+fn type_agrees(c: &ColumnDef, col: &RawColumn, unsigned: Option<bool>) -> bool {
+    let args = tracked::type_args(&c.sql_type);
+    let arg0 = args.first().copied();
+    let fsp_is = |fsp: u8| arg0.unwrap_or(0) == u64::from(fsp);
+    let int_ok = unsigned.is_none_or(|u| u == c.unsigned);
+    let enum_size = if c.members.len() > 255 { 2 } else { 1 };
+    let set_size = match c.members.len().div_ceil(8) {
+        n @ 0..=4 => n.max(1),
+        _ => 8,
+    };
+    match (c.base_type(), col.real) {
+        ("tinyint", RealType::Tiny)
+        | ("smallint", RealType::Short)
+        | ("mediumint", RealType::Int24)
+        | ("int", RealType::Long)
+        | ("bigint", RealType::LongLong) => int_ok,
+        ("float", RealType::Float) | ("double", RealType::Double) => true,
+        ("decimal", RealType::NewDecimal { precision, scale }) => {
+            args == [u64::from(precision), u64::from(scale)]
+        }
+        ("date", RealType::Date)
+        | ("time", RealType::Time)
+        | ("datetime", RealType::DateTime)
+        | ("timestamp", RealType::Timestamp)
+        | ("year", RealType::Year) => true,
+        ("time", RealType::Time2 { fsp })
+        | ("datetime", RealType::DateTime2 { fsp })
+        | ("timestamp", RealType::Timestamp2 { fsp }) => fsp_is(fsp),
+        ("char" | "binary", RealType::Char { .. })
+        | ("varchar" | "varbinary", RealType::VarChar { .. }) => true,
+        (
+            "tinytext" | "text" | "mediumtext" | "longtext" | "tinyblob" | "blob" | "mediumblob"
+            | "longblob",
+            RealType::Blob { .. },
+        ) => true,
+        ("enum", RealType::Enum { size }) => usize::from(size) == enum_size,
+        ("set", RealType::Set { size }) => usize::from(size) == set_size,
+        ("bit", RealType::Bit { bits }) => arg0.unwrap_or(1) == u64::from(bits),
+        // MariaDB's JSON is a LONGTEXT.
+        ("json", RealType::Json { .. } | RealType::Blob { .. }) => true,
+        (
+            "geometry" | "point" | "linestring" | "polygon" | "multipoint" | "multilinestring"
+            | "multipolygon" | "geometrycollection",
+            RealType::Geometry { .. },
+        ) => true,
+        ("vector", RealType::Vector { .. }) => true,
+        ("uuid" | "inet6", RealType::Char { max_bytes }) => max_bytes == 16,
+        ("inet4", RealType::Char { max_bytes }) => max_bytes == 4,
+        _ => false,
+    }
+}
+
+/// A logged column type in words, for mismatch messages.
+fn describe_logged(col: &RawColumn, unsigned: Option<bool>) -> String {
+    let int = |name: &str| match unsigned {
+        Some(true) => format!("{name} UNSIGNED"),
+        _ => name.to_owned(),
+    };
+    let with_fsp = |name: &str, fsp: u8| {
+        if fsp == 0 {
+            name.to_owned()
+        } else {
+            format!("{name}({fsp})")
+        }
+    };
+    match col.real {
+        RealType::Tiny => int("TINYINT"),
+        RealType::Short => int("SMALLINT"),
+        RealType::Int24 => int("MEDIUMINT"),
+        RealType::Long => int("INT"),
+        RealType::LongLong => int("BIGINT"),
+        RealType::Float => "FLOAT".into(),
+        RealType::Double => "DOUBLE".into(),
+        RealType::NewDecimal { precision, scale } => format!("DECIMAL({precision},{scale})"),
+        RealType::Date => "DATE".into(),
+        RealType::Time | RealType::Time2 { .. } => with_fsp("TIME", col.fsp()),
+        RealType::DateTime | RealType::DateTime2 { .. } => with_fsp("DATETIME", col.fsp()),
+        RealType::Timestamp | RealType::Timestamp2 { .. } => with_fsp("TIMESTAMP", col.fsp()),
+        RealType::Year => "YEAR".into(),
+        RealType::VarChar { max_bytes } => format!("VARCHAR/VARBINARY of {max_bytes} bytes"),
+        RealType::Char { max_bytes } => format!("CHAR/BINARY of {max_bytes} bytes"),
+        RealType::Blob { prefix } => format!("BLOB/TEXT ({prefix}-byte length)"),
+        RealType::Enum { size } => format!("ENUM ({size}-byte index)"),
+        RealType::Set { size } => format!("SET ({size}-byte bitmap)"),
+        RealType::Bit { bits } => format!("BIT({bits})"),
+        RealType::Json { .. } => "JSON".into(),
+        RealType::Geometry { .. } => "GEOMETRY".into(),
+        RealType::Vector { .. } => "VECTOR".into(),
+        RealType::Unsupported(d) => format!("type {} ({d})", col.type_code),
     }
 }
 
@@ -640,6 +1089,15 @@ impl RawTableMap {
             null_bits,
             optional,
         })
+    }
+
+    /// A [`SchemaError::Malformed`] for this table.
+    fn malformed(&self, detail: String) -> SchemaError {
+        SchemaError::Malformed {
+            db: self.db.clone(),
+            table: self.table.clone(),
+            detail,
+        }
     }
 
     /// Whether column `i` is nullable.
@@ -1064,6 +1522,8 @@ pub(crate) mod test_support {
         pub default_charset_form: bool,
         /// Count GEOMETRY as a character column (MariaDB).
         pub mariadb_geometry: bool,
+        /// Log no optional metadata at all (MySQL < 8.0.1, MariaDB < 10.5).
+        pub no_optional: bool,
     }
 
     impl TableMapBuilder {
@@ -1077,6 +1537,7 @@ pub(crate) mod test_support {
                 with_names: true,
                 default_charset_form: true,
                 mariadb_geometry: false,
+                no_optional: false,
             }
         }
 
@@ -1143,6 +1604,9 @@ pub(crate) mod test_support {
                 }
             }
             b.extend_from_slice(&nulls);
+            if self.no_optional {
+                return b;
+            }
             // optional metadata
             let numeric: Vec<bool> = self
                 .cols
@@ -1436,6 +1900,204 @@ mod tests {
             let _ = RawTableMap::parse(&b, 6)
                 .and_then(|raw| TableSchema::from_raw(&raw, ServerFlavor::Auto));
         }
+    }
+
+    /// The tracked definition of [`sample`]'s table.
+    fn sample_def() -> TableDef {
+        let d = ddl::parse_ddl(
+            Some("shop"),
+            "CREATE TABLE orders (id BIGINT UNSIGNED NOT NULL, name VARCHAR(100) CHARACTER SET \
+             latin1, price DECIMAL(10,2), created DATETIME(6), mood ENUM('happy','sad'), tags \
+             SET('a','b','c'), `bin` BINARY(16), body TEXT CHARACTER SET utf8mb4, doc JSON, \
+             flags BIT(10), y YEAR, small SMALLINT, shape GEOMETRY, PRIMARY KEY (id))",
+        );
+        match d {
+            ddl::DdlParse::Changes(mut c) => match c.remove(0) {
+                ddl::DdlChange::CreateTable { def, .. } => def,
+                other => panic!("{other:?}"),
+            },
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn tracked_def_supplies_what_the_map_lacks() {
+        let def = sample_def();
+        let full = TableSchema::from_table_map(&sample().event()).unwrap();
+        // MINIMAL: types, signedness and charsets logged; names, members, key from the def.
+        let mut b = sample();
+        b.with_names = false;
+        let s =
+            TableSchema::from_table_map_with_def(&b.event(), ServerFlavor::MySql, &def).unwrap();
+        let mut want = full.clone();
+        // The sample map logs utf8mb4 (255) for `name`; the def's latin1 is not used.
+        assert_eq!(s, want, "MINIMAL + def gives the FULL schema");
+        // No optional metadata at all: signedness and charsets come from the def too.
+        b.no_optional = true;
+        let s =
+            TableSchema::from_table_map_with_def(&b.event(), ServerFlavor::MySql, &def).unwrap();
+        want.columns[1].kind = ColumnKind::String {
+            charset: 8,
+            binary: false,
+            fixed: false,
+            max_bytes: 400,
+        };
+        want.columns[7].kind = ColumnKind::Blob {
+            charset: 45,
+            binary: false,
+        };
+        want.columns[4].kind = ColumnKind::Enum {
+            values: vec!["happy".into(), "sad".into()],
+        };
+        assert_eq!(s, want);
+        assert!(
+            s.columns[0].kind.is_unsigned(),
+            "BIGINT UNSIGNED from the def"
+        );
+        assert_eq!(s.key_columns(), &[0]);
+        // FULL: the map wins, and still agrees with the def.
+        let s = TableSchema::from_table_map_with_def(&sample().event(), ServerFlavor::MySql, &def)
+            .unwrap();
+        assert_eq!(s, full);
+    }
+
+    #[test]
+    fn tracked_def_mismatches_are_explained() {
+        let def = sample_def();
+        let mut b = sample();
+        b.with_names = false;
+        // A type the map does not have.
+        let mut d = def.clone();
+        d.columns[1] = tracked::ColumnDef::new("name", "int");
+        let e =
+            TableSchema::from_table_map_with_def(&b.event(), ServerFlavor::Auto, &d).unwrap_err();
+        assert!(
+            matches!(&e, SchemaMismatch::ColumnType(m) if m.index == 1),
+            "{e:?}"
+        );
+        let msg = e.to_string();
+        for part in [
+            "`shop`.`orders`",
+            "#1 `name`",
+            "tracked as `int`",
+            "VARCHAR",
+            "binlog_row_metadata=FULL",
+        ] {
+            assert!(msg.contains(part), "{part}: {msg}");
+        }
+        // Signedness logged (MINIMAL) and different.
+        let mut d = def.clone();
+        d.columns[0] = tracked::ColumnDef::new("id", "bigint");
+        let e =
+            TableSchema::from_table_map_with_def(&b.event(), ServerFlavor::Auto, &d).unwrap_err();
+        assert!(e.to_string().contains("BIGINT UNSIGNED"), "{e}");
+        // Without signedness in the map the def decides.
+        b.no_optional = true;
+        let s = TableSchema::from_table_map_with_def(&b.event(), ServerFlavor::Auto, &d).unwrap();
+        assert!(!s.columns[0].kind.is_unsigned());
+        // DECIMAL precision, DATETIME precision, BIT width, ENUM/SET size.
+        for (i, ty) in [
+            (2, "decimal(12,2)"),
+            (3, "datetime(3)"),
+            (9, "bit(9)"),
+            (5, "set('a','b','c','d','e','f','g','h','i')"),
+        ] {
+            let mut d = def.clone();
+            d.columns[i] = tracked::ColumnDef::new(def.columns[i].name.clone(), ty);
+            let e = TableSchema::from_table_map_with_def(&b.event(), ServerFlavor::Auto, &d)
+                .unwrap_err();
+            assert!(
+                matches!(e, SchemaMismatch::ColumnType { .. }),
+                "{ty}: {e:?}"
+            );
+        }
+        let mut d = def.clone();
+        let many: Vec<String> = (0..300).map(|i| format!("m{i}")).collect();
+        d.columns[4] =
+            tracked::ColumnDef::new("mood", format!("enum({})", tracked::quote_members(&many)));
+        assert!(TableSchema::from_table_map_with_def(&b.event(), ServerFlavor::Auto, &d).is_err());
+        // Column count.
+        let mut d = def.clone();
+        d.columns.pop();
+        let e =
+            TableSchema::from_table_map_with_def(&b.event(), ServerFlavor::Auto, &d).unwrap_err();
+        assert!(
+            matches!(
+                e,
+                SchemaMismatch::ColumnCount {
+                    logged: 13,
+                    tracked: 12,
+                    ..
+                }
+            ),
+            "{e:?}"
+        );
+        // Names are checked when logged (case-insensitively).
+        let mut d = def.clone();
+        d.columns[1].name = "NAME".into();
+        assert!(
+            TableSchema::from_table_map_with_def(&sample().event(), ServerFlavor::Auto, &d).is_ok()
+        );
+        d.columns[1].name = "title".into();
+        let e = TableSchema::from_table_map_with_def(&sample().event(), ServerFlavor::Auto, &d)
+            .unwrap_err();
+        assert!(
+            e.to_string().contains("`name` in the binlog but `title`"),
+            "{e}"
+        );
+        // Another table's definition.
+        let mut d = def.clone();
+        d.table = "other".into();
+        assert!(matches!(
+            TableSchema::from_table_map_with_def(&sample().event(), ServerFlavor::Auto, &d),
+            Err(SchemaMismatch::Table { .. })
+        ));
+        // A key column that does not exist.
+        let mut d = def;
+        d.primary_key = vec!["ghost".into()];
+        let e =
+            TableSchema::from_table_map_with_def(&b.event(), ServerFlavor::Auto, &d).unwrap_err();
+        assert!(e.to_string().contains("`ghost`"), "{e}");
+    }
+
+    #[test]
+    fn tracked_def_special_types() {
+        // MariaDB UUID/INET6/INET4 are fixed binary strings; its JSON is a LONGTEXT.
+        let cols = vec![
+            ColSpec::new("u", 254, &[254, 16]),
+            ColSpec::new("i4", 254, &[254, 4]),
+            ColSpec::new("j", 252, &[4]),
+            ColSpec::new("v", 242, &[4]),
+        ];
+        let mut b = TableMapBuilder::new("d", "t", cols);
+        b.no_optional = true;
+        let mut def = TableDef::new("d", "t");
+        def.columns = vec![
+            tracked::ColumnDef::new("u", "uuid"),
+            tracked::ColumnDef::new("i4", "inet4"),
+            tracked::ColumnDef::new("j", "json"),
+            tracked::ColumnDef::new("v", "vector(3)"),
+        ];
+        let s =
+            TableSchema::from_table_map_with_def(&b.event(), ServerFlavor::MariaDb, &def).unwrap();
+        assert!(matches!(
+            s.columns[0].kind,
+            ColumnKind::String { binary: true, .. }
+        ));
+        assert!(matches!(
+            s.columns[2].kind,
+            ColumnKind::Blob { binary: false, .. }
+        ));
+        assert_eq!(
+            s.columns[3].kind,
+            ColumnKind::Vector {
+                dimensions: Some(3)
+            }
+        );
+        def.columns[0] = tracked::ColumnDef::new("u", "inet4");
+        assert!(
+            TableSchema::from_table_map_with_def(&b.event(), ServerFlavor::MariaDb, &def).is_err()
+        );
     }
 
     #[test]
