@@ -311,7 +311,7 @@ async fn attempt(
         stats.clone(),
         tokio::runtime::Handle::current(),
     );
-    let (committed, _history) = match handle.ready.await {
+    let (committed, history) = match handle.ready.await {
         Ok(Ok(c)) => (c.offset, c.history),
         Ok(Err(e)) => return Err(e),
         Err(_) => return join_sink(handle.thread).await,
@@ -334,6 +334,20 @@ async fn attempt(
         .await?;
         if let Some(r) = &committed {
             resume.tracker.xa_prepared = r.xa_prepared.clone();
+        }
+        // The schema history committed with the offset: the shapes at that position.
+        if committed.is_some() {
+            for ((db, table), bytes) in &history {
+                let def: crate::schema::tracked::TableDef = serde_json::from_slice(bytes)
+                    .map_err(|e| {
+                        Error::definite(format!(
+                            "the schema history record of {db}.{table} in `{}` is not a table \
+                             definition sluice can read ({e}); was it written by a newer sluice?",
+                            cfg.kafka.schema_history_topic
+                        ))
+                    })?;
+                resume.defs.push(def);
+            }
         }
         match &committed {
             Some(r) => tracing::info!(position = %r.position, "resuming from the committed offset"),

@@ -924,7 +924,11 @@ async fn decode_with_registry(cols: &[Col], recs: &[RawRec]) -> Vec<Canon> {
     let mut out = Vec::new();
     for r in recs {
         for b in [&r.key, &r.value].into_iter().flatten() {
-            assert_eq!(b.as_slice().get(..1), Some(&[0u8][..]), "Confluent magic byte");
+            assert_eq!(
+                b.as_slice().get(..1),
+                Some(&[0u8][..]),
+                "Confluent magic byte"
+            );
         }
         let key = match &r.key {
             Some(k) => Some(decoder.decode(Some(k)).await.expect("decode key").value),
@@ -934,9 +938,8 @@ async fn decode_with_registry(cols: &[Col], recs: &[RawRec]) -> Vec<Canon> {
             Some(v) => Some(decoder.decode(Some(v)).await.expect("decode value").value),
             None => None,
         };
-        let row = |v: &apache_avro::types::Value| {
-            avro_record(v).map(|f| canon_row(cols, f, canon_avro))
-        };
+        let row =
+            |v: &apache_avro::types::Value| avro_record(v).map(|f| canon_row(cols, f, canon_avro));
         out.push(Canon {
             key: key.as_ref().and_then(row),
             op: value.as_ref().map(

@@ -20,10 +20,16 @@ use mysql_common::binlog::events::{Event, GtidEvent, QueryEvent, TableMapEvent};
 use mysql_common::packets::{Sid, Tag};
 use tokio::sync::{mpsc, watch};
 
+use crate::config::route::RouteTarget;
 use crate::config::route::Router;
+use crate::config::OnSchemaChange;
 use crate::error::{mysql_error, Error, Result};
-use crate::pipeline::{Change, Checkpoint, TableCtx, TxnMeta};
+use crate::pipeline::{Change, Checkpoint, SchemaEvent, TableCtx, TxnMeta};
 use crate::position::{FilePos, Gtid, GtidList, GtidSet, SourcePosition, StartSpec, Uuid16};
+use crate::schema::ddl::{parse_ddl, DdlChange, DdlParse};
+use crate::schema::tracked::{
+    AlterOp, ChangeKind, ChangeSource, SchemaChangeRecord, TableDef, TableName,
+};
 use crate::schema::{ServerFlavor, TableSchema};
 use crate::source::events::{self, types, QueryKind, XaStatement};
 use crate::source::payload::PayloadReader;
@@ -115,6 +121,8 @@ pub struct ResumePoint {
     pub request: DumpRequest,
     /// Position state at that point.
     pub tracker: Tracker,
+    /// Tracked table definitions at that point (the committed schema history).
+    pub defs: Vec<TableDef>,
 }
 
 /// Resolves where to start: the committed position if there is one, else `start`.
@@ -136,6 +144,7 @@ pub async fn resolve_start(
             (SourcePosition::FilePos(fp), _) => Ok(ResumePoint {
                 request: DumpRequest::FilePos(fp.clone()),
                 tracker: tracker(&fp.file, fp.pos),
+                defs: Vec::new(),
             }),
             (SourcePosition::MysqlGtid { gtid_set, file_pos }, Flavor::MySql) => {
                 let mut t = tracker("", 4);
@@ -146,6 +155,7 @@ pub async fn resolve_start(
                 Ok(ResumePoint {
                     request: DumpRequest::MysqlGtid(gtid_set.clone()),
                     tracker: t,
+                    defs: Vec::new(),
                 })
             }
             (
@@ -171,6 +181,7 @@ pub async fn resolve_start(
                 Ok(ResumePoint {
                     request,
                     tracker: t,
+                    defs: Vec::new(),
                 })
             }
             (p, f) => Err(Error::definite(format!(
@@ -185,6 +196,7 @@ pub async fn resolve_start(
         StartSpec::FilePos(fp) => Ok(ResumePoint {
             request: DumpRequest::FilePos(fp.clone()),
             tracker: tracker(&fp.file, fp.pos),
+            defs: Vec::new(),
         }),
         StartSpec::MysqlGtid(set) => {
             if info.flavor != Flavor::MySql || !info.gtid_mode {
@@ -203,6 +215,7 @@ pub async fn resolve_start(
             Ok(ResumePoint {
                 request: DumpRequest::MysqlGtid(set.clone()),
                 tracker: t,
+                defs: Vec::new(),
             })
         }
         StartSpec::MariadbGtid(list) => {
@@ -217,6 +230,7 @@ pub async fn resolve_start(
             Ok(ResumePoint {
                 request: DumpRequest::MariadbGtid(list.clone()),
                 tracker: t,
+                defs: Vec::new(),
             })
         }
         StartSpec::Earliest | StartSpec::Initial | StartSpec::SnapshotOnly => {
@@ -233,6 +247,7 @@ pub async fn resolve_start(
                 return Ok(ResumePoint {
                     request: DumpRequest::MysqlGtid(purged),
                     tracker: t,
+                    defs: Vec::new(),
                 });
             }
             let logs = server::binary_logs(conn).await?;
@@ -245,6 +260,7 @@ pub async fn resolve_start(
                     pos: 4,
                 }),
                 tracker: tracker(first, 4),
+                defs: Vec::new(),
             })
         }
         StartSpec::Latest => {
@@ -257,6 +273,7 @@ pub async fn resolve_start(
                     Ok(ResumePoint {
                         request: DumpRequest::MysqlGtid(set),
                         tracker: t,
+                        defs: Vec::new(),
                     })
                 }
                 Flavor::MariaDb => {
@@ -265,16 +282,29 @@ pub async fn resolve_start(
                     Ok(ResumePoint {
                         request: DumpRequest::FilePos(fp),
                         tracker: t,
+                        defs: Vec::new(),
                     })
                 }
                 Flavor::MySql => Ok(ResumePoint {
                     request: DumpRequest::FilePos(fp),
                     tracker: t,
+                    defs: Vec::new(),
                 }),
             }
         }
     }
 }
+
+/// One schema change found in a DDL statement: kind, db, table (the new name), the shape
+/// before and after, and the schema-history updates `(db, table, shape or None)`.
+type DdlEvent = (
+    ChangeKind,
+    String,
+    String,
+    Option<TableDef>,
+    Option<TableDef>,
+    Vec<(String, String, Option<TableDef>)>,
+);
 
 /// One cached table: the decoder of its current TABLE_MAP and where its rows go.
 struct TableEntry {
@@ -333,12 +363,22 @@ pub struct Assembler {
     replay_mode: bool,
     /// In replay mode: the group's XA_PREPARE was reached.
     replay_done: bool,
+    /// Tracked definitions of included tables: from the committed schema history, from
+    /// TABLE_MAPs with full metadata, kept current by DDL.
+    defs: HashMap<(String, String), TableDef>,
 }
 
 /// How often a `Progress` is sent while the binlog has nothing for the sink.
 const PROGRESS_EVERY: Duration = Duration::from_millis(500);
 
 impl Assembler {
+    /// Seeds the tracked table definitions (the committed schema history).
+    pub fn set_defs(&mut self, defs: impl IntoIterator<Item = TableDef>) {
+        for d in defs {
+            self.defs.insert((d.db.clone(), d.table.clone()), d);
+        }
+    }
+
     /// A new assembler starting at `tracker`.
     pub fn new(flavor: Flavor, router: Arc<Router>, tracker: Tracker, skip: SkipSet) -> Self {
         Assembler {
@@ -357,6 +397,7 @@ impl Assembler {
             replay: None,
             replay_mode: false,
             replay_done: false,
+            defs: HashMap::new(),
         }
     }
 
@@ -603,6 +644,7 @@ impl Assembler {
                     },
                     QueryKind::Other => {
                         // DDL or another standalone statement: its own transaction.
+                        self.on_ddl(&q, &text, hdr.timestamp(), hdr.server_id(), start_pos, out)?;
                         let in_begin = self.txn.as_ref().is_some_and(|t| t.in_begin);
                         if !in_begin {
                             self.commit(hdr.timestamp(), out);
@@ -880,6 +922,9 @@ impl Assembler {
                     }
                     idx
                 };
+                self.defs
+                    .entry((db.clone(), table.clone()))
+                    .or_insert_with(|| TableDef::from_schema(&schema));
                 let schema = Arc::new(schema);
                 let decoder = RowDecoder::new(schema.clone(), &tme).map_err(|e| {
                     Error::definite(format!("{e} (table {db}.{table}, {})", self.at(start_pos)))
@@ -897,6 +942,362 @@ impl Assembler {
                 route,
             },
         );
+        Ok(())
+    }
+
+    /// Whether `db.table` is captured and routed.
+    fn included(&self, db: &str, table: &str) -> Result<Option<RouteTarget>> {
+        if !self.router.table_included(db, table) {
+            return Ok(None);
+        }
+        self.router
+            .route(db, table)
+            .map_err(|e| Error::definite(e.to_string()))
+    }
+
+    /// A statement that may be DDL: tracks the shape of included tables and emits one
+    /// schema-change record per table it changes, inside the statement's own transaction (so it
+    /// commits with the offset past it). A table's rows after the DDL come with TABLE_MAPs of
+    /// the new shape, which the row decoder follows by itself.
+    fn on_ddl(
+        &mut self,
+        q: &QueryEvent<'_>,
+        text: &str,
+        ts: u32,
+        server_id: u32,
+        start_pos: u64,
+        out: &mut Vec<Change>,
+    ) -> Result<()> {
+        if self.replay_mode || self.txn.as_ref().is_some_and(|t| t.skip || t.xa) {
+            return Ok(());
+        }
+        let schema = q.schema();
+        let default_db = (!schema.is_empty()).then_some(schema.as_ref());
+        let changes = match parse_ddl(default_db, text) {
+            DdlParse::NotDdl => return Ok(()),
+            DdlParse::Changes(c) => c,
+            DdlParse::Unparsed { tables, error } => {
+                for t in &tables {
+                    if self.included(&t.db, &t.table)?.is_some() {
+                        return Err(Error::definite(format!(
+                            "cannot parse a DDL statement on the included table {t} at {}: \
+                             {error}. Statement: {text:?}. sluice does not guess a table's new \
+                             shape; please report the statement, or exclude the table \
+                             (source.exclude) and restart",
+                            self.at(start_pos)
+                        )));
+                    }
+                }
+                tracing::debug!(at = %self.at(start_pos), %error, "unparsed statement names no included table; ignored");
+                return Ok(());
+            }
+        };
+        let at = self.at(start_pos);
+        let mut events = Vec::new();
+        for change in changes {
+            self.apply_ddl(change, text, &at, &mut events)?;
+        }
+        if events.is_empty() {
+            return Ok(());
+        }
+        if self.txn.is_none() {
+            self.open_pending(ts, server_id, start_pos);
+        }
+        let Some(txn) = self.txn.as_mut() else {
+            return Ok(());
+        };
+        if !txn.begun {
+            txn.begun = true;
+            out.push(Change::Begin(txn.meta.clone()));
+        }
+        let meta = txn.meta.clone();
+        for (kind, db, table, before, after, history) in events {
+            let record = SchemaChangeRecord {
+                source: ChangeSource {
+                    file: meta.file.to_string(),
+                    pos: meta.pos,
+                    gtid: meta.gtid.clone(),
+                    server_id: meta.server_id,
+                    ts_ms: u64::from(meta.ts_sec) * 1000,
+                },
+                db: db.clone(),
+                table: table.clone(),
+                ddl: text.to_string(),
+                kind,
+                before,
+                after,
+            };
+            let record = serde_json::to_vec(&record)
+                .map_err(|e| Error::definite(format!("encoding a schema-change record: {e}")))?;
+            let history = history
+                .into_iter()
+                .map(|(db, table, def)| {
+                    let bytes = def.map(|d| serde_json::to_vec(&d)).transpose();
+                    bytes
+                        .map(|b| (db, table, b))
+                        .map_err(|e| Error::definite(format!("encoding a table definition: {e}")))
+                })
+                .collect::<Result<Vec<_>>>()?;
+            out.push(Change::Schema(SchemaEvent {
+                db,
+                table,
+                record,
+                history,
+            }));
+        }
+        Ok(())
+    }
+
+    /// Applies one DDL change to the tracked definitions; pushes a schema-change event per
+    /// included table it touches.
+    fn apply_ddl(
+        &mut self,
+        change: DdlChange,
+        text: &str,
+        at: &str,
+        events: &mut Vec<DdlEvent>,
+    ) -> Result<()> {
+        let key = |t: &TableName| (t.db.clone(), t.table.clone());
+        match change {
+            DdlChange::CreateTable {
+                table,
+                def,
+                if_not_exists,
+                ..
+            } => {
+                if self.included(&table.db, &table.table)?.is_none() {
+                    return Ok(());
+                }
+                if if_not_exists && self.defs.contains_key(&key(&table)) {
+                    return Ok(());
+                }
+                let before = self.defs.insert(key(&table), def.clone());
+                events.push((
+                    ChangeKind::Create,
+                    table.db.clone(),
+                    table.table.clone(),
+                    before,
+                    Some(def.clone()),
+                    vec![(table.db, table.table, Some(def))],
+                ));
+            }
+            DdlChange::CreateTableLike {
+                table,
+                like,
+                if_not_exists,
+                ..
+            } => {
+                if self.included(&table.db, &table.table)?.is_none()
+                    || (if_not_exists && self.defs.contains_key(&key(&table)))
+                {
+                    return Ok(());
+                }
+                let after = self.defs.get(&key(&like)).cloned().map(|mut d| {
+                    d.db = table.db.clone();
+                    d.table = table.table.clone();
+                    d
+                });
+                let before = match &after {
+                    Some(d) => self.defs.insert(key(&table), d.clone()),
+                    None => self.defs.remove(&key(&table)),
+                };
+                events.push((
+                    ChangeKind::Create,
+                    table.db.clone(),
+                    table.table.clone(),
+                    before,
+                    after.clone(),
+                    vec![(table.db, table.table, after)],
+                ));
+            }
+            DdlChange::CreateTableAsSelect { table, .. } => {
+                if self.included(&table.db, &table.table)?.is_none() {
+                    return Ok(());
+                }
+                // The shape comes with the table's first TABLE_MAP.
+                let before = self.defs.remove(&key(&table));
+                events.push((
+                    ChangeKind::Create,
+                    table.db.clone(),
+                    table.table.clone(),
+                    before,
+                    None,
+                    vec![(table.db, table.table, None)],
+                ));
+            }
+            DdlChange::AlterTable { table, ops } => {
+                let route = self.included(&table.db, &table.table)?;
+                let before = self.defs.get(&key(&table)).cloned();
+                let mut new_name = table.clone();
+                for op in &ops {
+                    if let AlterOp::RenameTo(n) = op {
+                        new_name = n.clone();
+                    }
+                }
+                let new_route = self.included(&new_name.db, &new_name.table)?;
+                if route.is_none() && new_route.is_none() {
+                    return Ok(());
+                }
+                let shape_changes = ops.iter().any(|op| {
+                    !matches!(
+                        op,
+                        AlterOp::Other(_)
+                            | AlterOp::AlterColumnDefault(_)
+                            | AlterOp::SetColumnVisibility { .. }
+                            | AlterOp::RenameTo(_)
+                    )
+                });
+                if shape_changes {
+                    if let Some(r) = route.as_ref().or(new_route.as_ref()) {
+                        if r.on_schema_change == OnSchemaChange::Fail {
+                            return Err(Error::definite(format!(
+                                "DDL changes the shape of {table} at {at} and its route has \
+                                 on_schema_change = \"fail\": {text:?}. Nothing of it was \
+                                 committed. To let it through, set on_schema_change = \"evolve\" \
+                                 (or \"dlq\") on the route of topic `{}` and restart",
+                                r.topic
+                            )));
+                        }
+                    }
+                }
+                let after = match &before {
+                    Some(b) => {
+                        let mut d = b.clone();
+                        match d.apply_all(&ops) {
+                            Ok(()) => {
+                                d.db = new_name.db.clone();
+                                d.table = new_name.table.clone();
+                                Some(d)
+                            }
+                            Err(e) => {
+                                // The next TABLE_MAP (full metadata) gives the real shape.
+                                tracing::warn!(%table, %at, error = %e, "tracked definition out of step; taking the next TABLE_MAP's shape");
+                                None
+                            }
+                        }
+                    }
+                    None => None,
+                };
+                self.defs.remove(&key(&table));
+                if let Some(a) = &after {
+                    self.defs.insert(key(&new_name), a.clone());
+                }
+                let renamed = new_name != table;
+                let mut history = Vec::new();
+                if renamed {
+                    history.push((table.db.clone(), table.table.clone(), None));
+                }
+                if new_route.is_some() {
+                    history.push((new_name.db.clone(), new_name.table.clone(), after.clone()));
+                }
+                events.push((
+                    if renamed && !shape_changes {
+                        ChangeKind::Rename
+                    } else {
+                        ChangeKind::Alter
+                    },
+                    new_name.db.clone(),
+                    new_name.table.clone(),
+                    before,
+                    if new_route.is_some() { after } else { None },
+                    history,
+                ));
+            }
+            DdlChange::DropTable { tables, .. } => {
+                for t in tables {
+                    if self.included(&t.db, &t.table)?.is_none() {
+                        continue;
+                    }
+                    let before = self.defs.remove(&key(&t));
+                    events.push((
+                        ChangeKind::Drop,
+                        t.db.clone(),
+                        t.table.clone(),
+                        before,
+                        None,
+                        vec![(t.db, t.table, None)],
+                    ));
+                }
+            }
+            DdlChange::RenameTable { pairs } => {
+                for (old, new) in pairs {
+                    let old_in = self.included(&old.db, &old.table)?.is_some();
+                    let new_in = self.included(&new.db, &new.table)?.is_some();
+                    if !old_in && !new_in {
+                        // Keep following the shape through renames of excluded names.
+                        if let Some(mut d) = self.defs.remove(&key(&old)) {
+                            d.db = new.db.clone();
+                            d.table = new.table.clone();
+                            self.defs.insert(key(&new), d);
+                        }
+                        continue;
+                    }
+                    let before = self.defs.remove(&key(&old));
+                    let after = before.clone().map(|mut d| {
+                        d.db = new.db.clone();
+                        d.table = new.table.clone();
+                        d
+                    });
+                    if let Some(a) = &after {
+                        self.defs.insert(key(&new), a.clone());
+                    }
+                    let mut history = Vec::new();
+                    if old_in {
+                        history.push((old.db.clone(), old.table.clone(), None));
+                    }
+                    if new_in {
+                        history.push((new.db.clone(), new.table.clone(), after.clone()));
+                    }
+                    events.push((
+                        ChangeKind::Rename,
+                        new.db.clone(),
+                        new.table.clone(),
+                        before,
+                        if new_in { after } else { None },
+                        history,
+                    ));
+                }
+            }
+            DdlChange::Truncate { table } => {
+                if self.included(&table.db, &table.table)?.is_none() {
+                    return Ok(());
+                }
+                let def = self.defs.get(&key(&table)).cloned();
+                events.push((
+                    ChangeKind::Truncate,
+                    table.db.clone(),
+                    table.table.clone(),
+                    def.clone(),
+                    def,
+                    Vec::new(),
+                ));
+            }
+            DdlChange::DropDatabase { db } => {
+                let mut gone: Vec<(String, String)> = self
+                    .defs
+                    .keys()
+                    .filter(|(d, _)| *d == db)
+                    .cloned()
+                    .collect();
+                gone.sort();
+                for (d, t) in gone {
+                    if self.included(&d, &t)?.is_none() {
+                        self.defs.remove(&(d, t));
+                        continue;
+                    }
+                    let before = self.defs.remove(&(d.clone(), t.clone()));
+                    events.push((
+                        ChangeKind::Drop,
+                        d.clone(),
+                        t.clone(),
+                        before,
+                        None,
+                        vec![(d, t, None)],
+                    ));
+                }
+            }
+            DdlChange::CreateDatabase { .. } | DdlChange::AlterDatabase { .. } => {}
+        }
         Ok(())
     }
 
@@ -1025,6 +1426,7 @@ pub async fn run(
         resume.tracker.clone(),
         skip,
     );
+    asm.set_defs(resume.defs.iter().cloned());
     let silence = settings.heartbeat * 3 + Duration::from_secs(5);
     let mut out = Vec::with_capacity(8);
     loop {
