@@ -54,6 +54,9 @@ pub enum Fam {
     Year,
     /// GEOMETRY: (srid, WKB hex).
     Geom,
+    /// MariaDB UUID / INET6: the binlog does not name these types, so they arrive as their 16
+    /// stored bytes (hex), compared with the server's own binary form.
+    Raw16,
 }
 
 /// One column of a matrix table: name, SQL type, family, and the literals of row A and B.
@@ -287,14 +290,14 @@ pub fn matrix(flavor: Flavor) -> Vec<(&'static str, Vec<Col>)> {
                 col(
                     "u",
                     "UUID",
-                    Str,
+                    Raw16,
                     "'123e4567-e89b-12d3-a456-426614174000'",
                     "'00000000-0000-0000-0000-000000000001'",
                 ),
                 col(
                     "ip",
                     "INET6",
-                    Str,
+                    Raw16,
                     "'2001:db8::ff00:42:8329'",
                     "'::ffff:192.0.2.1'",
                 ),
@@ -323,6 +326,8 @@ fn oracle(c: &Col) -> String {
         ),
         Fam::Year => format!("CAST({n} + 0 AS CHAR)"),
         Fam::Geom => format!("CONCAT(ST_SRID({n}), ':', HEX(ST_AsWKB({n})))"),
+        Fam::Raw16 if c.ty == "INET6" => format!("HEX(INET6_ATON({n}))"),
+        Fam::Raw16 => format!("UPPER(REPLACE({n}, '-', ''))"),
     }
 }
 
@@ -381,6 +386,7 @@ fn canon_select(fam: Fam, v: &mysql_async::Value) -> J {
         | Fam::Enum
         | Fam::Bits
         | Fam::Bin
+        | Fam::Raw16
         | Fam::Date
         | Fam::Time
         | Fam::DateTime(_)
@@ -457,7 +463,7 @@ pub fn canon_json(fam: Fam, v: &J) -> J {
             }
             json!(n.to_string())
         }
-        Fam::Bin => json!(hex(&b64(v.as_str().expect("base64")))),
+        Fam::Bin | Fam::Raw16 => json!(hex(&b64(v.as_str().expect("base64")))),
         Fam::Set => J::Array(
             v.as_str()
                 .expect("set string")
@@ -791,7 +797,7 @@ fn canon_avro(col: &Col, v: &apache_avro::types::Value) -> J {
         (Fam::Bits, A::Bytes(b)) => json!(le_u64(b)),
         (Fam::Str | Fam::Enum, A::String(s)) => json!(s),
         (Fam::Enum, A::Enum(_, s)) => json!(s),
-        (Fam::Bin, A::Bytes(b)) => json!(hex(b)),
+        (Fam::Bin | Fam::Raw16, A::Bytes(b)) => json!(hex(b)),
         (Fam::Set, A::Array(items)) => J::Array(
             items
                 .iter()
@@ -856,7 +862,7 @@ fn canon_py(col: &Col, v: &J) -> J {
         Fam::Double => json!(v.as_f64().expect("double").to_bits()),
         Fam::Bit1 => v.clone(),
         Fam::Bits => json!(le_u64(&bytes(v))),
-        Fam::Bin => json!(hex(&bytes(v))),
+        Fam::Bin | Fam::Raw16 => json!(hex(&bytes(v))),
         Fam::Set => v.clone(),
         Fam::Json => serde_json::from_str(v.as_str().expect("json text")).expect("JSON parses"),
         Fam::Date => json!((iso_local(v.as_str().expect("date")) / 86_400_000_000).to_string()),
