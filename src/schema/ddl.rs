@@ -50,6 +50,7 @@ use super::tracked::{
     is_character_type, normalize_charset, quote_members, text_type_for, AlterOp, ColumnDef,
     ColumnPosition, Generated, TableDef, TableName,
 };
+use super::ServerFlavor;
 
 /// The parts of a statement's SQL mode that change how DDL reads (the QUERY event's `sql_mode`
 /// status variable carries them).
@@ -178,11 +179,18 @@ pub enum DdlChange {
 
 /// Parses a statement from a QUERY event whose default database is `default_db`.
 pub fn parse_ddl(default_db: Option<&str>, sql: &str) -> DdlParse {
-    parse_ddl_with(default_db, sql, SqlMode::default())
+    parse_ddl_with(default_db, sql, SqlMode::default(), ServerFlavor::Auto)
 }
 
-/// [`parse_ddl`] for a statement logged with the given SQL mode.
-pub fn parse_ddl_with(default_db: Option<&str>, sql: &str, mode: SqlMode) -> DdlParse {
+/// [`parse_ddl`] for a statement logged with the given SQL mode by a server of the given
+/// flavor (MariaDB's `JSON` is a `LONGTEXT` in `utf8mb4_bin`; with any other flavor it is
+/// `json`).
+pub fn parse_ddl_with(
+    default_db: Option<&str>,
+    sql: &str,
+    mode: SqlMode,
+    flavor: ServerFlavor,
+) -> DdlParse {
     let text = normalize_sql(sql, mode.ansi_quotes);
     let first = text
         .split(|c: char| !c.is_ascii_alphanumeric() && c != '_')
@@ -205,6 +213,7 @@ pub fn parse_ddl_with(default_db: Option<&str>, sql: &str, mode: SqlMode) -> Ddl
                 p: &mut p,
                 default_db,
                 mode,
+                flavor,
             };
             cx.statement()
         });
@@ -231,6 +240,7 @@ pub fn parse_column_type(name: &str, column_type: &str) -> Result<ColumnDef, Str
         p: &mut p,
         default_db: None,
         mode: SqlMode::default(),
+        flavor: ServerFlavor::Auto,
     };
     let c = cx.column_def()?;
     if !cx.at_end() {
@@ -354,6 +364,7 @@ struct Cx<'p, 'a> {
     p: &'p mut Parser<'a>,
     default_db: Option<&'p str>,
     mode: SqlMode,
+    flavor: ServerFlavor,
 }
 
 fn is_word(t: &Token, w: &str) -> bool {
@@ -1403,6 +1414,13 @@ impl Cx<'_, '_> {
         if binary_collation && col.collation.is_none() {
             if let Some(cs) = &col.charset {
                 col.collation = Some(format!("{cs}_bin"));
+            }
+        }
+        if ty.base == "json" && self.flavor == ServerFlavor::MariaDb {
+            ty.base = "longtext".into();
+            if col.charset.is_none() && col.collation.is_none() {
+                col.charset = Some("utf8mb4".into());
+                col.collation = Some("utf8mb4_bin".into());
             }
         }
         if ty.national && col.charset.is_none() {

@@ -723,15 +723,15 @@ fn member_strings(values: Option<Vec<Vec<u8>>>, charset: u16) -> Vec<String> {
         .collect()
 }
 
-/// MySQL's `is_numeric_type` (sql/field_common_properties.h): the columns that get a
-/// SIGNEDNESS bit.  YEAR is *not* included by MySQL; see [`signedness`].
+/// The column types that get a SIGNEDNESS bit, YEAR (13) aside; see [`signedness`].
 fn is_numeric_type(t: u8) -> bool {
     matches!(t, 0 | 1 | 2 | 3 | 4 | 5 | 8 | 9 | 246)
 }
 
 /// Per-column UNSIGNED flags from the SIGNEDNESS field (MSB-first bits, one per
-/// numeric column).  If the field's length only fits when YEAR columns are counted
-/// as numeric (as mysql_common assumes), YEAR is counted.
+/// numeric column).  YEAR columns have a bit too (MariaDB 10.11 and MySQL 9.7 both log
+/// the bits 1, 0, 1 for a table `(y YEAR, a INT, b INT UNSIGNED)`; mysql_common assumes
+/// the same); a field whose length only fits without them is read without them.
 fn signedness(raw: &RawTableMap, bits: Option<&[u8]>) -> Result<Vec<bool>, String> {
     let n = raw.columns.len();
     let Some(bits) = bits else {
@@ -745,10 +745,10 @@ fn signedness(raw: &RawTableMap, bits: Option<&[u8]>) -> Result<Vec<bool>, Strin
     };
     let without_year = numeric(false);
     let with_year = numeric(true);
-    let include_year = if bits.len() == without_year.div_ceil(8) {
-        false
-    } else if bits.len() == with_year.div_ceil(8) {
+    let include_year = if bits.len() == with_year.div_ceil(8) {
         true
+    } else if bits.len() == without_year.div_ceil(8) {
+        false
     } else {
         return Err(format!(
             "SIGNEDNESS has {} bytes for {} numeric columns",
@@ -809,20 +809,28 @@ fn char_charsets(
     opt: &OptionalMetadata,
     flavor: ServerFlavor,
 ) -> Result<Vec<Option<u16>>, String> {
-    let is_char = |c: &RawColumn, geometry_is_char: bool| {
+    // MariaDB counts GEOMETRY columns as character columns; MySQL counts VECTOR columns
+    // (MySQL 9: a table `(a VARCHAR(3), v VECTOR(3), b VARCHAR(3))` logs three charsets).
+    let is_char = |c: &RawColumn, mariadb: bool| {
         matches!(
             c.real,
             RealType::VarChar { .. } | RealType::Char { .. } | RealType::Blob { .. }
-        ) || (geometry_is_char && matches!(c.real, RealType::Geometry { .. }))
+        ) || (mariadb && matches!(c.real, RealType::Geometry { .. }))
+            || (!mariadb && matches!(c.real, RealType::Vector { .. }))
     };
+    let has_vector = raw
+        .columns
+        .iter()
+        .any(|c| matches!(c.real, RealType::Vector { .. }));
     let geometry_is_char = match flavor {
         ServerFlavor::MySql => false,
         ServerFlavor::MariaDb => true,
         ServerFlavor::Auto => {
             let mysql_count = raw.columns.iter().filter(|c| is_char(c, false)).count();
             let maria_count = raw.columns.iter().filter(|c| is_char(c, true)).count();
-            if mysql_count == maria_count || opt.column_visibility {
-                // No GEOMETRY columns, or COLUMN_VISIBILITY (only MySQL >= 8.0.23 logs it).
+            if mysql_count == maria_count || opt.column_visibility || has_vector {
+                // No GEOMETRY (or VECTOR) columns, COLUMN_VISIBILITY (only MySQL >= 8.0.23
+                // logs it) or a VECTOR column (only MySQL has the type).
                 false
             } else if let Some(list) = &opt.column_charset {
                 list.len() == maria_count
@@ -1520,8 +1528,8 @@ pub(crate) mod test_support {
         pub with_names: bool,
         /// Use the DEFAULT_CHARSET form (true) or COLUMN_CHARSET (false).
         pub default_charset_form: bool,
-        /// Count GEOMETRY as a character column (MariaDB).
-        pub mariadb_geometry: bool,
+        /// MariaDB's layout: GEOMETRY is a character column (MySQL's: VECTOR is).
+        pub mariadb: bool,
         /// Log no optional metadata at all (MySQL < 8.0.1, MariaDB < 10.5).
         pub no_optional: bool,
     }
@@ -1536,7 +1544,7 @@ pub(crate) mod test_support {
                 pk: vec![],
                 with_names: true,
                 default_charset_form: true,
-                mariadb_geometry: false,
+                mariadb: false,
                 no_optional: false,
             }
         }
@@ -1547,7 +1555,8 @@ pub(crate) mod test_support {
 
         fn is_char(&self, c: &ColSpec) -> bool {
             (matches!(c.type_code, 15 | 249..=252 | 254) && !Self::is_enum_set(c))
-                || (self.mariadb_geometry && c.type_code == 255)
+                || (self.mariadb && c.type_code == 255)
+                || (!self.mariadb && c.type_code == 242)
         }
 
         fn tlv(out: &mut Vec<u8>, t: u8, v: &[u8]) {
@@ -1611,7 +1620,7 @@ pub(crate) mod test_support {
             let numeric: Vec<bool> = self
                 .cols
                 .iter()
-                .filter(|c| super::is_numeric_type(c.type_code))
+                .filter(|c| super::is_numeric_type(c.type_code) || c.type_code == 13)
                 .map(|c| c.unsigned)
                 .collect();
             if !numeric.is_empty() {
@@ -1782,7 +1791,7 @@ mod tests {
         ];
         for default_form in [true, false] {
             let mut b = TableMapBuilder::new("d", "t", cols.clone());
-            b.mariadb_geometry = true;
+            b.mariadb = true;
             b.default_charset_form = default_form;
             let s = TableSchema::from_table_map(&b.event()).unwrap();
             assert_eq!(s.columns[1].kind.charset(), Some(8), "form {default_form}");
@@ -1790,7 +1799,7 @@ mod tests {
             let s =
                 TableSchema::from_table_map_with_flavor(&b.event(), ServerFlavor::MariaDb).unwrap();
             assert_eq!(s.columns[1].kind.charset(), Some(8));
-            b.mariadb_geometry = false;
+            b.mariadb = false;
             let s = TableSchema::from_table_map(&b.event()).unwrap();
             assert_eq!(s.columns[1].kind.charset(), Some(8));
             assert_eq!(s.columns[2].kind.charset(), Some(33));
@@ -1806,7 +1815,7 @@ mod tests {
         ];
         for mariadb in [true, false] {
             let mut b = TableMapBuilder::new("d", "t", cols.clone());
-            b.mariadb_geometry = mariadb;
+            b.mariadb = mariadb;
             let s = TableSchema::from_table_map(&b.event()).unwrap();
             assert_eq!(s.columns[0].kind.charset(), Some(33), "mariadb {mariadb}");
             assert_eq!(s.columns[2].kind.charset(), Some(33), "mariadb {mariadb}");
@@ -1818,11 +1827,65 @@ mod tests {
         let raw = RawTableMap::parse(&body, 6).unwrap();
         let s = TableSchema::from_raw(&raw, ServerFlavor::Auto).unwrap();
         assert_eq!(s.columns[2].kind.charset(), Some(33));
-        b.mariadb_geometry = true;
+        b.mariadb = true;
         let raw = RawTableMap::parse(&b.body(), 6).unwrap();
         let s = TableSchema::from_raw(&raw, ServerFlavor::MySql).unwrap();
         // explicit (wrong) flavor is obeyed
         assert_eq!(s.columns[2].kind.charset(), Some(63));
+    }
+
+    #[test]
+    fn year_has_a_signedness_bit() {
+        let cols = vec![
+            ColSpec::new("y", 13, &[]).unsigned(),
+            ColSpec::new("a", 3, &[]),
+            ColSpec::new("b", 3, &[]).unsigned(),
+        ];
+        let b = TableMapBuilder::new("d", "t", cols);
+        // What both servers log (see `signedness`).
+        assert!(b.body().windows(3).any(|w| w == [1, 1, 0xa0]));
+        for flavor in [
+            ServerFlavor::MySql,
+            ServerFlavor::MariaDb,
+            ServerFlavor::Auto,
+        ] {
+            let s = TableSchema::from_table_map_with_flavor(&b.event(), flavor).unwrap();
+            assert!(!s.columns[1].kind.is_unsigned(), "{flavor:?}");
+            assert!(s.columns[2].kind.is_unsigned(), "{flavor:?}");
+        }
+        // A field that only fits without YEAR is read without it.
+        let cols: Vec<_> = (0..8)
+            .map(|i| ColSpec::new(&format!("c{i}"), 3, &[]))
+            .chain([ColSpec::new("y", 13, &[])])
+            .collect();
+        let raw = RawTableMap::parse(&TableMapBuilder::new("d", "t", cols).body(), 6).unwrap();
+        let u = signedness(&raw, Some(&[0x01])).unwrap();
+        assert_eq!(u.iter().filter(|&&x| x).count(), 1);
+        assert!(u[7]);
+        let e = signedness(&raw, Some(&[0, 0, 0])).unwrap_err();
+        assert!(e.contains("SIGNEDNESS"), "{e}");
+    }
+
+    #[test]
+    fn mysql_counts_vector_as_a_character_column() {
+        let cols = vec![
+            ColSpec::new("a", 15, &[12, 0]).charset(255),
+            ColSpec::new("v", 242, &[4]).charset(63),
+            ColSpec::new("b", 15, &[3, 0]).charset(8),
+        ];
+        for default_form in [true, false] {
+            let mut b = TableMapBuilder::new("d", "t", cols.clone());
+            b.default_charset_form = default_form;
+            for flavor in [ServerFlavor::MySql, ServerFlavor::Auto] {
+                let s = TableSchema::from_table_map_with_flavor(&b.event(), flavor).unwrap();
+                assert_eq!(s.columns[0].kind.charset(), Some(255));
+                assert_eq!(
+                    s.columns[2].kind.charset(),
+                    Some(8),
+                    "{flavor:?} {default_form}"
+                );
+            }
+        }
     }
 
     #[test]

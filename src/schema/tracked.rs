@@ -1181,6 +1181,196 @@ mod tests {
         assert!(!c.agrees_with(&a));
     }
 
+    mod avro {
+        //! `schemas/schema_change.avsc` describes [`SchemaChangeRecord`] exactly.
+
+        use super::super::*;
+        use super::def;
+        use apache_avro::reader::datum::GenericDatumReader;
+        use apache_avro::schema::Name;
+        use apache_avro::writer::datum::GenericDatumWriter;
+        use apache_avro::Schema;
+        use std::collections::{BTreeSet, HashMap};
+
+        const AVSC: &str = include_str!("../../schemas/schema_change.avsc");
+
+        fn records() -> Vec<SchemaChangeRecord> {
+            let before = def();
+            let mut after = before.clone();
+            after.columns.push(ColumnDef {
+                generated: Some(Generated::Stored),
+                collation: Some("latin1_bin".into()),
+                invisible: true,
+                ..ColumnDef::new("e", "enum('a','b''c')")
+            });
+            after.default_collation = Some("latin1_bin".into());
+            let source = ChangeSource {
+                file: "mysql-bin.000007".into(),
+                pos: 4_294_967_300,
+                gtid: Some("3e11fa47-71ca-11e1-9e33-c80aa9429562:23".into()),
+                server_id: u32::MAX,
+                ts_ms: 1_700_000_000_000,
+            };
+            let rec =
+                |kind, before: Option<TableDef>, after: Option<TableDef>| SchemaChangeRecord {
+                    source: source.clone(),
+                    db: "shop".into(),
+                    table: "orders".into(),
+                    ddl: "ALTER TABLE orders ADD e ENUM('a','b''c')".into(),
+                    kind,
+                    before,
+                    after,
+                };
+            vec![
+                rec(ChangeKind::Create, None, Some(before.clone())),
+                rec(ChangeKind::Alter, Some(before.clone()), Some(after)),
+                rec(ChangeKind::Drop, Some(before.clone()), None),
+                rec(
+                    ChangeKind::Rename,
+                    Some(before.clone()),
+                    Some(before.clone()),
+                ),
+                SchemaChangeRecord {
+                    source: ChangeSource {
+                        gtid: None,
+                        ..source.clone()
+                    },
+                    ..rec(ChangeKind::Truncate, Some(before.clone()), Some(before))
+                },
+            ]
+        }
+
+        /// Every named type of the schema, so references resolve wherever they are met.
+        fn collect(s: &Schema, named: &mut HashMap<Name, Schema>) {
+            match s {
+                Schema::Record(r) => {
+                    named.insert(r.name.clone(), s.clone());
+                    for f in &r.fields {
+                        collect(&f.schema, named);
+                    }
+                }
+                Schema::Enum(e) => {
+                    named.insert(e.name.clone(), s.clone());
+                }
+                Schema::Array(a) => collect(&a.items, named),
+                Schema::Union(u) => u.variants().iter().for_each(|v| collect(v, named)),
+                _ => {}
+            }
+        }
+
+        /// Whether a JSON value is a value of the schema: every field present with a value of
+        /// its type, and no other field.
+        fn check(
+            v: &serde_json::Value,
+            s: &Schema,
+            named: &HashMap<Name, Schema>,
+            at: &str,
+        ) -> Result<(), String> {
+            let fail = |what: &str| Err(format!("{at}: {what}, found {v}"));
+            match s {
+                Schema::Ref { name } => match named.get(name) {
+                    Some(s) => check(v, s, named, at),
+                    None => fail("unresolved reference"),
+                },
+                Schema::Null if v.is_null() => Ok(()),
+                Schema::Boolean if v.is_boolean() => Ok(()),
+                Schema::String if v.is_string() => Ok(()),
+                Schema::Long if v.as_i64().is_some() => Ok(()),
+                Schema::Int if v.as_i64().is_some_and(|x| i32::try_from(x).is_ok()) => Ok(()),
+                Schema::Array(a) => match v.as_array() {
+                    Some(items) => items
+                        .iter()
+                        .enumerate()
+                        .try_for_each(|(i, x)| check(x, &a.items, named, &format!("{at}[{i}]"))),
+                    None => fail("an array"),
+                },
+                Schema::Enum(e) => match v.as_str() {
+                    Some(sym) if e.symbols.iter().any(|x| x == sym) => Ok(()),
+                    _ => fail("an enum symbol"),
+                },
+                Schema::Record(r) => {
+                    let Some(obj) = v.as_object() else {
+                        return fail("an object");
+                    };
+                    let fields: BTreeSet<&str> = r.fields.iter().map(|f| f.name.as_str()).collect();
+                    let keys: BTreeSet<&str> = obj.keys().map(String::as_str).collect();
+                    if fields != keys {
+                        return Err(format!(
+                            "{at}: record {} has fields {fields:?}, the JSON has {keys:?}",
+                            r.name
+                        ));
+                    }
+                    r.fields.iter().try_for_each(|f| {
+                        check(&obj[&f.name], &f.schema, named, &format!("{at}.{}", f.name))
+                    })
+                }
+                Schema::Union(u) => {
+                    if u.variants()
+                        .iter()
+                        .any(|variant| check(v, variant, named, at).is_ok())
+                    {
+                        Ok(())
+                    } else {
+                        fail("a value of a union branch")
+                    }
+                }
+                _ => fail(&format!("a value of {s:?}")),
+            }
+        }
+
+        #[test]
+        fn json_records_match_the_avsc() {
+            let schema = Schema::parse_str(AVSC).expect("schemas/schema_change.avsc parses");
+            let mut named = HashMap::new();
+            collect(&schema, &mut named);
+            for rec in records() {
+                let json = serde_json::to_value(&rec).unwrap();
+                check(&json, &schema, &named, "record").unwrap();
+                let back: SchemaChangeRecord = serde_json::from_value(json).unwrap();
+                assert_eq!(back, rec);
+            }
+            // The check notices an extra field, a missing one and a wrong type.
+            let mut json = serde_json::to_value(&records()[1]).unwrap();
+            json["extra"] = 1.into();
+            assert!(check(&json, &schema, &named, "r").is_err());
+            let mut json = serde_json::to_value(&records()[1]).unwrap();
+            json["after"]["columns"][0]
+                .as_object_mut()
+                .unwrap()
+                .remove("invisible");
+            assert!(check(&json, &schema, &named, "r").is_err());
+            let mut json = serde_json::to_value(&records()[1]).unwrap();
+            json["source"]["pos"] = "4".into();
+            assert!(check(&json, &schema, &named, "r").is_err());
+        }
+
+        #[test]
+        fn records_round_trip_through_avro_binary() {
+            let schema = Schema::parse_str(AVSC).unwrap();
+            for rec in records() {
+                // The JSON form, read as Avro values of the schema (numbers, strings, maps,
+                // nulls resolved into longs, enums, records and union branches).
+                let json = serde_json::to_value(&rec).unwrap();
+                let value = apache_avro::types::Value::try_from(json)
+                    .unwrap()
+                    .resolve(&schema)
+                    .unwrap_or_else(|e| panic!("{:?}: {e}", rec.kind));
+                let bytes = GenericDatumWriter::builder(&schema)
+                    .build()
+                    .unwrap()
+                    .write_value_to_vec(value)
+                    .unwrap();
+                let read = GenericDatumReader::builder(&schema)
+                    .build()
+                    .unwrap()
+                    .read_value(&mut &bytes[..])
+                    .unwrap();
+                let back: SchemaChangeRecord = apache_avro::from_value(&read).unwrap();
+                assert_eq!(back, rec);
+            }
+        }
+    }
+
     #[test]
     fn defs_round_trip_as_json() {
         let t = def();

@@ -398,8 +398,28 @@ fn type_spellings() {
     let d = created("CREATE TABLE x (a VARCHAR(3) CHARACTER SET utf8 BINARY, b REAL) ");
     assert_eq!(d.columns[0].charset.as_deref(), Some("utf8mb3"));
     assert_eq!(d.columns[0].collation.as_deref(), Some("utf8mb3_bin"));
+    match parse_ddl_with(
+        DB,
+        "CREATE TABLE x (j JSON)",
+        SqlMode::default(),
+        ServerFlavor::MariaDb,
+    ) {
+        DdlParse::Changes(c) => match &c[..] {
+            [DdlChange::CreateTable { def, .. }] => {
+                assert_eq!(def.columns[0].sql_type, "longtext");
+                assert_eq!(def.columns[0].collation.as_deref(), Some("utf8mb4_bin"));
+            }
+            other => panic!("{other:?}"),
+        },
+        other => panic!("{other:?}"),
+    }
     assert_eq!(
-        parse_ddl_with(DB, "CREATE TABLE x (b REAL)", SqlMode::from_bits(1)),
+        parse_ddl_with(
+            DB,
+            "CREATE TABLE x (b REAL)",
+            SqlMode::from_bits(1),
+            ServerFlavor::MySql
+        ),
         DdlParse::Changes(vec![DdlChange::CreateTable {
             table: t("x"),
             def: TableDef {
