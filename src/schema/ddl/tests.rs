@@ -900,6 +900,20 @@ fn hostile_input_does_not_panic() {
     );
     let _ = parse_ddl(DB, &deep);
     let _ = parse_ddl(DB, "ALTER TABLE t ADD (((");
+    let _ = parse_ddl(
+        DB,
+        &format!("CREATE TABLE t (a INT {})", "/*!".repeat(100_000)),
+    );
+    let _ = parse_ddl(
+        DB,
+        &format!("CREATE TABLE t (a INT {})", "(".repeat(100_000)),
+    );
+    let _ = parse_ddl(DB, &format!("CREATE TABLE t {}", "(".repeat(100_000)));
+    let _ = parse_ddl(
+        DB,
+        &format!("CREATE TABLE t (a INT) {}", "(".repeat(100_000)),
+    );
+    let _ = parse_ddl(DB, &format!("ALTER TABLE t ADD {}", "(".repeat(100_000)));
     let _ = parse_ddl(DB, "DROP");
 }
 
