@@ -16,7 +16,10 @@ use futures_util::StreamExt;
 use mysql_async::prelude::*;
 use mysql_async::BinlogStreamRequest;
 use mysql_common::binlog::consts::BinlogVersion;
-use mysql_common::binlog::events::{EventData, FormatDescriptionEvent, TableMapEvent};
+use mysql_common::binlog::consts::StatusVarKey;
+use mysql_common::binlog::events::{
+    EventData, FormatDescriptionEvent, StatusVarVal, TableMapEvent,
+};
 use mysql_common::binlog::BinlogCtx;
 use mysql_common::io::ParseBuf;
 use mysql_common::proto::MySerialize;
@@ -49,13 +52,20 @@ async fn binlog_end(c: &mut mysql_async::Conn) -> (String, u64) {
     )
 }
 
-/// (default database, statement) of every QUERY event and the TABLE_MAPs of `db`, from
-/// `from` to the end of the binlog.
+/// A QUERY event.
+struct Query {
+    default_db: String,
+    sql: String,
+    /// The `sql_mode` status variable.
+    sql_mode: u64,
+}
+
+/// Every QUERY event and the TABLE_MAPs of `db`, from `from` to the end of the binlog.
 async fn read_binlog(
     f: Flavor,
     from: &(String, u64),
     db: &str,
-) -> (Vec<(String, String)>, Vec<TableMapEvent<'static>>) {
+) -> (Vec<Query>, Vec<TableMapEvent<'static>>) {
     let conn = root(f.port).await;
     let request = BinlogStreamRequest::new(20_000 + rand::random::<u32>() % 40_000)
         .with_filename(from.0.as_bytes())
@@ -72,7 +82,19 @@ async fn read_binlog(
             let ev = ev.expect("binlog event");
             match ev.read_data() {
                 Ok(Some(EventData::QueryEvent(q))) => {
-                    queries.push((q.schema().into_owned(), q.query().into_owned()));
+                    let mode = q
+                        .status_vars()
+                        .get_status_var(StatusVarKey::SqlMode)
+                        .and_then(|v| match v.get_value() {
+                            Ok(StatusVarVal::SqlMode(m)) => Some(m.0),
+                            _ => None,
+                        })
+                        .unwrap_or(0);
+                    queries.push(Query {
+                        default_db: q.schema().into_owned(),
+                        sql: q.query().into_owned(),
+                        sql_mode: mode,
+                    });
                 }
                 Ok(Some(EventData::TableMapEvent(t))) if t.database_name() == db => {
                     maps.push(t.into_owned());
@@ -268,8 +290,10 @@ struct Tracker {
 }
 
 impl Tracker {
-    fn apply(&mut self, default_db: &str, sql: &str) {
-        let changes = match parse_ddl_with(Some(default_db), sql, SqlMode::default(), self.flavor) {
+    fn apply(&mut self, q: &Query) {
+        let (default_db, sql) = (q.default_db.as_str(), q.sql.as_str());
+        let mode = SqlMode::from_bits(q.sql_mode);
+        let changes = match parse_ddl_with(Some(default_db), sql, mode, self.flavor) {
             DdlParse::NotDdl => return,
             DdlParse::Changes(c) => c,
             DdlParse::Unparsed { error, .. } => panic!("unparsed: {sql}: {error}"),
@@ -381,6 +405,34 @@ async fn binlog_ddl_keeps_tracked_definitions_current(f: Flavor) {
         "ALTER TABLE t6 CHANGE COLUMN tt tt2 TEXT AFTER id".into(),
         "CREATE VIEW v1 AS SELECT 1".into(),
         "DROP VIEW v1".into(),
+        // Names that need quoting, partitions, keys, defaults that look like comments.
+        "CREATE TABLE `we ird` (`a b` INT NOT NULL, `c``d` VARCHAR(5), PRIMARY KEY (`a b`)) \
+         /*!50100 PARTITION BY HASH (`a b`) PARTITIONS 2 */"
+            .into(),
+        "CREATE TABLE fk (id INT PRIMARY KEY, pid INT, txt TEXT, FOREIGN KEY (pid) REFERENCES \
+         t6 (id) ON DELETE CASCADE, FULLTEXT KEY ft (txt)) ENGINE=InnoDB"
+            .into(),
+        "ALTER TABLE fk ADD COLUMN d DATETIME(3) NOT NULL DEFAULT CURRENT_TIMESTAMP(3) ON UPDATE \
+         CURRENT_TIMESTAMP(3) COMMENT 'when' AFTER pid, ADD KEY (d)"
+            .into(),
+        "ALTER TABLE fk ADD s VARCHAR(40) DEFAULT '/* not a comment */ -- nor # this', \
+         ALGORITHM=COPY, LOCK=SHARED"
+            .into(),
+        "ALTER TABLE fk MODIFY COLUMN txt MEDIUMTEXT CHARACTER SET latin1 COLLATE \
+         latin1_general_ci FIRST"
+            .into(),
+        "ALTER TABLE fk DROP FOREIGN KEY fk_ibfk_1, DROP KEY d".into(),
+        "CREATE TABLE ctas2 SELECT id, txt FROM fk".into(),
+        "RENAME TABLE fk TO tmp, ctas2 TO fk, tmp TO ctas2".into(),
+        format!("TRUNCATE {db}.fk"),
+        "CREATE TABLE dflt (a INT, b CHAR(2)) COMMENT 'c' CHARSET latin1 ROW_FORMAT=COMPACT".into(),
+        "ALTER TABLE dflt ADD c CHAR(2) CHARACTER SET ascii, CHANGE b b2 CHAR(4) NOT NULL FIRST"
+            .into(),
+        // ANSI_QUOTES: "x" is an identifier; the QUERY event's sql_mode says so.
+        "SET SESSION sql_mode = CONCAT(@@sql_mode, ',ANSI_QUOTES')".into(),
+        r#"CREATE TABLE "ansi" ("a" INT, "b c" VARCHAR(3) DEFAULT 'x')"#.into(),
+        r#"ALTER TABLE "ansi" ADD COLUMN "d""q" INT FIRST"#.into(),
+        "SET SESSION sql_mode = REPLACE(@@sql_mode, 'ANSI_QUOTES', '')".into(),
     ];
     if f.mysql {
         ddl.extend([
@@ -418,13 +470,13 @@ async fn binlog_ddl_keeps_tracked_definitions_current(f: Flavor) {
         db_charsets: BTreeMap::new(),
     };
     let mut seen_create_db = false;
-    for (default_db, q) in &queries {
+    for q in &queries {
         // Only this test's statements (other tests write to the same server).
-        if !(default_db == &db || q.contains(&db)) {
+        if !(q.default_db == db || q.sql.contains(&db)) {
             continue;
         }
-        seen_create_db |= q.starts_with("CREATE DATABASE");
-        tracker.apply(default_db, q);
+        seen_create_db |= q.sql.starts_with("CREATE DATABASE");
+        tracker.apply(q);
     }
     assert!(seen_create_db, "[{}] the binlog has the DDL", f.name);
 
@@ -456,16 +508,17 @@ async fn binlog_ddl_keeps_tracked_definitions_current(f: Flavor) {
     let from = binlog_end(&mut c).await;
     for (db, table) in &names {
         let tracked = &tracker.tables[&TableName::new(db, table)];
+        let name = format!("`{db}`.`{}`", table.replace('`', "``"));
         let sql = if tracked
             .columns
             .iter()
             .any(|c| c.name == "next_not_cached_value")
         {
-            format!("SELECT NEXTVAL({db}.{table})")
+            format!("SELECT NEXTVAL({name})")
         } else if tracked.column_index("id").is_some() {
-            format!("INSERT IGNORE INTO {db}.{table} (id) VALUES (7)")
+            format!("INSERT IGNORE INTO {name} (id) VALUES (7)")
         } else {
-            format!("INSERT IGNORE INTO {db}.{table} () VALUES ()")
+            format!("INSERT IGNORE INTO {name} () VALUES ()")
         };
         c.query_drop(&sql)
             .await

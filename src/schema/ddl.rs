@@ -260,6 +260,12 @@ pub fn parse_column_type(name: &str, column_type: &str) -> Result<ColumnDef, Str
 /// comments are unwrapped, other comments removed, ANSI-quoted identifiers backquoted (with
 /// `ansi_quotes`), and a trailing `;` dropped.
 pub fn normalize_sql(sql: &str, ansi_quotes: bool) -> String {
+    normalize_at(sql, ansi_quotes, 0)
+}
+
+/// [`normalize_sql`] inside `depth` executable comments (deeper ones are dropped as comments:
+/// servers never nest them, and the depth bounds the recursion).
+fn normalize_at(sql: &str, ansi_quotes: bool, depth: usize) -> String {
     let b = sql.as_bytes();
     let mut out = String::with_capacity(sql.len());
     let mut run = 0; // start of the text not yet copied
@@ -297,8 +303,8 @@ pub fn normalize_sql(sql: &str, ansi_quotes: bool) -> String {
                     .or_else(|| body.strip_prefix("M!"))
                     .map(|r| r.trim_start_matches(|c: char| c.is_ascii_digit()));
                 out.push(' ');
-                if let Some(inner) = exec {
-                    out.push_str(&normalize_sql(inner, ansi_quotes));
+                if let Some(inner) = exec.filter(|_| depth < 4) {
+                    out.push_str(&normalize_at(inner, ansi_quotes, depth + 1));
                     out.push(' ');
                 }
                 i = after;
@@ -739,11 +745,15 @@ impl Cx<'_, '_> {
     }
 
     /// Whether a query (CREATE ... SELECT) starts `n` tokens ahead.
-    fn query_starts_at(&self, n: usize) -> bool {
+    fn query_starts_at(&self, mut n: usize) -> bool {
+        // A query may be parenthesized; looking ahead is linear in `n`, so only so deep.
+        let limit = n + 16;
+        while n < limit && matches!(self.peek_nth(n), Token::LParen) {
+            n += 1;
+        }
         let t = self.peek_nth(n);
         is_word_any(t, &["SELECT", "VALUES", "TABLE"])
             || (is_word(t, "WITH") && !is_word(self.peek_nth(n + 1), "SYSTEM"))
-            || (matches!(t, Token::LParen) && self.query_starts_at(n + 1))
     }
 
     /// `[DEFAULT] {CHARACTER SET | CHARSET | CHAR SET} [=] cs` or `[DEFAULT] COLLATE [=] co` at

@@ -900,5 +900,46 @@ fn hostile_input_does_not_panic() {
     );
     let _ = parse_ddl(DB, &deep);
     let _ = parse_ddl(DB, "ALTER TABLE t ADD (((");
+    let _ = parse_ddl(
+        DB,
+        &format!("CREATE TABLE t (a INT {})", "/*!".repeat(100_000)),
+    );
+    let _ = parse_ddl(
+        DB,
+        &format!("CREATE TABLE t (a INT {})", "(".repeat(100_000)),
+    );
+    let _ = parse_ddl(DB, &format!("CREATE TABLE t {}", "(".repeat(100_000)));
+    let _ = parse_ddl(
+        DB,
+        &format!("CREATE TABLE t (a INT) {}", "(".repeat(100_000)),
+    );
+    let _ = parse_ddl(DB, &format!("ALTER TABLE t ADD {}", "(".repeat(100_000)));
     let _ = parse_ddl(DB, "DROP");
+}
+
+#[test]
+fn identifiers() {
+    let d = created("CREATE TABLE café (1col INT, `sp ace` INT, `a``b` INT, $x INT, ñ VARCHAR(2))");
+    assert_eq!(
+        d.columns
+            .iter()
+            .map(|c| c.name.as_str())
+            .collect::<Vec<_>>(),
+        ["1col", "sp ace", "a`b", "$x", "ñ"]
+    );
+    assert_eq!(d.table, "café");
+    // Non-reserved words as column names.
+    let d = created(
+        "CREATE TABLE t (status INT, type VARCHAR(3), date DATE, year YEAR, text TEXT, time TIME, \
+         name CHAR(1), comment INT, value INT, period INT)",
+    );
+    assert_eq!(d.columns.len(), 10);
+    assert_eq!(col(&d, "year").sql_type, "year");
+    assert_eq!(
+        altered(
+            "ALTER TABLE t ADD COLUMN IF NOT EXISTS (a INT, b INT), DROP status, DROP COLUMN type"
+        )
+        .len(),
+        4
+    );
 }
