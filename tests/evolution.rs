@@ -20,24 +20,6 @@ fn cols(def: &J) -> Vec<String> {
         .unwrap_or_default()
 }
 
-fn avro_pipeline(flavor: Flavor, tag: &str, policy: &str) -> Pipeline {
-    let p = Pipeline::new(
-        flavor,
-        tag,
-        &format!(
-            "on_schema_change = \"{policy}\"\n\n[schema_registry]\nurl = \"{}\"\n",
-            registry_url()
-        ),
-    );
-    let text = std::fs::read_to_string(&p.config).expect("config");
-    std::fs::write(
-        &p.config,
-        text.replace("format = \"json\"", "format = \"avro\""),
-    )
-    .expect("config");
-    p
-}
-
 fn schema_changes(p: &Pipeline, want: usize) -> Vec<J> {
     consume(
         &[format!("{}.schema-changes", p.name)],
@@ -92,17 +74,9 @@ fn history_once(p: &Pipeline) -> std::collections::BTreeMap<String, Option<J>> {
 async fn ddl_is_recorded_with_the_data_and_new_tables_are_picked_up(flavor: Flavor) {
     let p = Pipeline::new(flavor, "ddl", "");
     let db = &p.db;
-    let mut c = root(flavor.port).await;
-    exec(
-        &mut c,
-        &[
-            &format!("CREATE DATABASE {db}"),
-            &format!("CREATE TABLE {db}.t (id INT PRIMARY KEY, a VARCHAR(10))"),
-        ],
-    )
-    .await;
-    let mut child = p.spawn();
-    p.wait_started(Duration::from_secs(60));
+    let (mut c, mut child) = p
+        .start_with(&[("t", "(id INT PRIMARY KEY, a VARCHAR(10))")])
+        .await;
     exec(
         &mut c,
         &[
@@ -225,17 +199,7 @@ async fn ddl_is_recorded_with_the_data_and_new_tables_are_picked_up(flavor: Flav
 async fn a_shape_change_under_fail_stops_before_it_is_committed(flavor: Flavor) {
     let p = Pipeline::new(flavor, "ddlfail", "on_schema_change = \"fail\"");
     let db = &p.db;
-    let mut c = root(flavor.port).await;
-    exec(
-        &mut c,
-        &[
-            &format!("CREATE DATABASE {db}"),
-            &format!("CREATE TABLE {db}.t (id INT PRIMARY KEY)"),
-        ],
-    )
-    .await;
-    let mut child = p.spawn();
-    p.wait_started(Duration::from_secs(60));
+    let (mut c, mut child) = p.start_with(&[("t", "(id INT PRIMARY KEY)")]).await;
     exec(
         &mut c,
         &[
@@ -280,19 +244,11 @@ async fn a_shape_change_under_fail_stops_before_it_is_committed(flavor: Flavor) 
 }
 
 async fn avro_schemas_evolve_and_an_incompatible_change_stops(flavor: Flavor) {
-    let p = avro_pipeline(flavor, "avroevo", "evolve");
+    let p = Pipeline::new_avro(flavor, "avroevo", "on_schema_change = \"evolve\"");
     let db = &p.db;
-    let mut c = root(flavor.port).await;
-    exec(
-        &mut c,
-        &[
-            &format!("CREATE DATABASE {db}"),
-            &format!("CREATE TABLE {db}.t (id INT PRIMARY KEY, a VARCHAR(10))"),
-        ],
-    )
-    .await;
-    let mut child = p.spawn();
-    p.wait_started(Duration::from_secs(60));
+    let (mut c, mut child) = p
+        .start_with(&[("t", "(id INT PRIMARY KEY, a VARCHAR(10))")])
+        .await;
     exec(
         &mut c,
         &[
@@ -321,29 +277,7 @@ async fn avro_schemas_evolve_and_an_incompatible_change_stops(flavor: Flavor) {
         flavor.name
     );
     // Confluent's own client decodes both versions.
-    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/scripts/lib/avro-consume");
-    let out = std::process::Command::new(script)
-        .args([
-            "--bootstrap",
-            KAFKA,
-            "--registry",
-            &registry_url(),
-            "--topic",
-            &p.topic("t"),
-        ])
-        .args(["--expect", "2"])
-        .output()
-        .expect("avro-consume");
-    let text = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        out.status.success(),
-        "{text} {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let lines: Vec<J> = text
-        .lines()
-        .map(|l| serde_json::from_str(l).expect("line"))
-        .collect();
+    let lines = avro_consume(&p.topic("t"), 2);
     assert_eq!(
         lines[0]["value"]["after"],
         serde_json::json!({"id": 1, "a": "x"})
@@ -397,19 +331,9 @@ async fn avro_schemas_evolve_and_an_incompatible_change_stops(flavor: Flavor) {
 }
 
 async fn a_refused_schema_under_dlq_diverts_rows(flavor: Flavor) {
-    let p = avro_pipeline(flavor, "avrodlq", "dlq");
+    let p = Pipeline::new_avro(flavor, "avrodlq", "on_schema_change = \"dlq\"");
     let db = &p.db;
-    let mut c = root(flavor.port).await;
-    exec(
-        &mut c,
-        &[
-            &format!("CREATE DATABASE {db}"),
-            &format!("CREATE TABLE {db}.t (id INT PRIMARY KEY)"),
-        ],
-    )
-    .await;
-    let mut child = p.spawn();
-    p.wait_started(Duration::from_secs(60));
+    let (mut c, mut child) = p.start_with(&[("t", "(id INT PRIMARY KEY)")]).await;
     exec(
         &mut c,
         &[
@@ -446,20 +370,6 @@ async fn a_refused_schema_under_dlq_diverts_rows(flavor: Flavor) {
         "[{}] {v}",
         flavor.name
     );
-}
-
-fn wait_exit(child: &mut std::process::Child, timeout: Duration) -> std::process::ExitStatus {
-    let deadline = std::time::Instant::now() + timeout;
-    loop {
-        if let Ok(Some(st)) = child.try_wait() {
-            return st;
-        }
-        if std::time::Instant::now() > deadline {
-            let _ = child.kill();
-            panic!("sluice did not stop within {timeout:?}");
-        }
-        std::thread::sleep(Duration::from_millis(100));
-    }
 }
 
 per_flavor!(

@@ -700,17 +700,24 @@ fn canon_json_row(cols: &[Col], v: &J) -> Option<Row> {
     Some(out)
 }
 
-async fn every_type_round_trips_through_json(flavor: Flavor) {
-    let p = Pipeline::new(flavor, "types_json", "");
-    let tables = matrix(flavor);
-    let mut c = root(flavor.port).await;
+/// Creates the matrix tables, starts the pipeline, runs the script and reads every record
+/// written (undecoded); returns the tables, what the server held, and the records.
+async fn run_matrix(
+    p: &Pipeline,
+) -> (
+    Vec<(&'static str, Vec<Col>)>,
+    BTreeMap<String, Expected>,
+    Vec<RawRec>,
+) {
+    let tables = matrix(p.flavor);
+    let mut c = root(p.flavor.port).await;
     exec(&mut c, &[&format!("CREATE DATABASE {}", p.db)]).await;
     create_tables(&mut c, &p.db, &tables).await;
     let mut child = p.spawn();
     p.wait_started(Duration::from_secs(60));
     let expected = run_script(&mut c, &p.db, &tables).await;
     let topics: Vec<String> = tables.iter().map(|(t, _)| p.topic(t)).collect();
-    let recs = consume(
+    let recs = consume_raw(
         &topics,
         "read_committed",
         5 * tables.len(),
@@ -718,6 +725,13 @@ async fn every_type_round_trips_through_json(flavor: Flavor) {
         Duration::from_secs(60),
     );
     terminate(&mut child);
+    (tables, expected, recs)
+}
+
+async fn every_type_round_trips_through_json(flavor: Flavor) {
+    let p = Pipeline::new(flavor, "types_json", "");
+    let (tables, expected, raw) = run_matrix(&p).await;
+    let recs: Vec<Rec> = raw.iter().map(RawRec::json).collect();
     let by = by_topic(&recs);
     for (t, cols) in &tables {
         let got: Vec<Canon> = by
@@ -967,35 +981,14 @@ async fn decode_with_registry(cols: &[Col], recs: &[RawRec]) -> Vec<Canon> {
 
 /// Decodes with Confluent's own Python client (`scripts/lib/avro-consume`).
 fn decode_with_python(cols: &[Col], topic: &str, expect: usize) -> Vec<Canon> {
-    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/scripts/lib/avro-consume");
-    let out = std::process::Command::new(script)
-        .args([
-            "--bootstrap",
-            KAFKA,
-            "--registry",
-            &registry_url(),
-            "--topic",
-            topic,
-        ])
-        .args(["--expect", &expect.to_string(), "--max-idle-ms", "10000"])
-        .output()
-        .expect("run avro-consume");
-    assert!(
-        out.status.success(),
-        "avro-consume {topic}: {}\n{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
     let row = |v: &J| -> Option<Row> {
         let obj = v.as_object()?;
         let fields: Vec<(String, J)> = obj.iter().map(|(k, v)| (k.clone(), v.clone())).collect();
         Some(canon_row(cols, &fields, canon_py))
     };
-    String::from_utf8_lossy(&out.stdout)
-        .lines()
-        .filter(|l| !l.trim().is_empty())
-        .map(|l| {
-            let rec: J = serde_json::from_str(l).expect("avro-consume line");
+    avro_consume(topic, expect)
+        .iter()
+        .map(|rec| {
             let value = &rec["value"];
             Canon {
                 key: row(&rec["key"]),
@@ -1016,33 +1009,8 @@ fn decode_with_python(cols: &[Col], topic: &str, expect: usize) -> Vec<Canon> {
 }
 
 async fn every_type_round_trips_through_avro(flavor: Flavor) {
-    let p = Pipeline::new(
-        flavor,
-        "types_avro",
-        &format!("\n[schema_registry]\nurl = \"{}\"\n", registry_url()),
-    );
-    let text = std::fs::read_to_string(&p.config).expect("config");
-    std::fs::write(
-        &p.config,
-        text.replace("format = \"json\"", "format = \"avro\""),
-    )
-    .expect("config");
-    let tables = matrix(flavor);
-    let mut c = root(flavor.port).await;
-    exec(&mut c, &[&format!("CREATE DATABASE {}", p.db)]).await;
-    create_tables(&mut c, &p.db, &tables).await;
-    let mut child = p.spawn();
-    p.wait_started(Duration::from_secs(60));
-    let expected = run_script(&mut c, &p.db, &tables).await;
-    let topics: Vec<String> = tables.iter().map(|(t, _)| p.topic(t)).collect();
-    let recs = consume_raw(
-        &topics,
-        "read_committed",
-        5 * tables.len(),
-        Duration::from_secs(2),
-        Duration::from_secs(60),
-    );
-    terminate(&mut child);
+    let p = Pipeline::new_avro(flavor, "types_avro", "");
+    let (tables, expected, recs) = run_matrix(&p).await;
     for (t, cols) in &tables {
         let topic = p.topic(t);
         let mine: Vec<RawRec> = recs.iter().filter(|r| r.topic == topic).cloned().collect();

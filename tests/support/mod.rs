@@ -257,6 +257,39 @@ format = "json"
         }
     }
 
+    /// A pipeline whose route writes Avro, registering in the test bed's registry; `route_extra`
+    /// is appended to the route (e.g. `on_schema_change = "dlq"`).
+    pub fn new_avro(flavor: Flavor, tag: &str, route_extra: &str) -> Pipeline {
+        let p = Pipeline::new(
+            flavor,
+            tag,
+            &format!(
+                "{route_extra}\n\n[schema_registry]\nurl = \"{}\"\n",
+                registry_url()
+            ),
+        );
+        let text = std::fs::read_to_string(&p.config).expect("config");
+        std::fs::write(
+            &p.config,
+            text.replace("format = \"json\"", "format = \"avro\""),
+        )
+        .expect("config");
+        p
+    }
+
+    /// Creates the pipeline's database and `tables` (`CREATE TABLE` bodies after the name,
+    /// e.g. `("t", "(id INT PRIMARY KEY)")`), starts sluice and waits until it streams.
+    pub async fn start_with(&self, tables: &[(&str, &str)]) -> (mysql_async::Conn, Child) {
+        let mut c = root(self.flavor.port).await;
+        exec(&mut c, &[&format!("CREATE DATABASE {}", self.db)]).await;
+        for (t, body) in tables {
+            exec(&mut c, &[&format!("CREATE TABLE {}.{t} {body}", self.db)]).await;
+        }
+        let child = self.spawn();
+        self.wait_started(Duration::from_secs(60));
+        (c, child)
+    }
+
     /// Topic of a table.
     pub fn topic(&self, table: &str) -> String {
         format!("{}.{table}", self.db)
@@ -330,6 +363,51 @@ pub fn assert_nothing_written(p: &Pipeline) {
     );
 }
 
+/// Waits for a process to exit by itself (it must within `timeout`).
+pub fn wait_exit(child: &mut Child, timeout: Duration) -> std::process::ExitStatus {
+    let deadline = Instant::now() + timeout;
+    loop {
+        if let Ok(Some(st)) = child.try_wait() {
+            return st;
+        }
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            panic!("sluice did not stop within {timeout:?}");
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+/// Reads `topic` with Confluent's own Python client (`scripts/lib/avro-consume`: Avro decoded
+/// with the registry's writer schemas), expecting `expect` records; one JSON document
+/// `{partition, offset, key, value}` per record.
+pub fn avro_consume(topic: &str, expect: usize) -> Vec<serde_json::Value> {
+    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/scripts/lib/avro-consume");
+    let out = Command::new(script)
+        .args([
+            "--bootstrap",
+            KAFKA,
+            "--registry",
+            &registry_url(),
+            "--topic",
+            topic,
+        ])
+        .args(["--expect", &expect.to_string(), "--max-idle-ms", "10000"])
+        .output()
+        .expect("run avro-consume");
+    assert!(
+        out.status.success(),
+        "avro-consume {topic}: {}\n{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .filter(|l| !l.trim().is_empty())
+        .map(|l| serde_json::from_str(l).expect("avro-consume line"))
+        .collect()
+}
+
 /// Sends SIGTERM and waits for the exit status.
 pub fn terminate(child: &mut Child) -> std::process::ExitStatus {
     let _ = Command::new("kill")
@@ -395,19 +473,27 @@ pub fn consume(
     timeout: Duration,
 ) -> Vec<Rec> {
     consume_raw(topics, isolation, want, settle, timeout)
-        .into_iter()
-        .map(|m| Rec {
-            topic: m.topic,
-            partition: m.partition,
-            offset: m.offset,
-            key: m
-                .key
-                .map(|k| serde_json::from_slice(&k).expect("key is JSON")),
-            value: m
-                .value
-                .map(|v| serde_json::from_slice(&v).expect("value is JSON")),
-        })
+        .iter()
+        .map(RawRec::json)
         .collect()
+}
+
+impl RawRec {
+    /// The record with key and value parsed as JSON (they must be JSON).
+    pub fn json(&self) -> Rec {
+        let parse = |b: &Option<Vec<u8>>, what: &str| {
+            b.as_ref().map(|b| {
+                serde_json::from_slice(b).unwrap_or_else(|e| panic!("{what} is not JSON: {e}"))
+            })
+        };
+        Rec {
+            topic: self.topic.clone(),
+            partition: self.partition,
+            offset: self.offset,
+            key: parse(&self.key, "key"),
+            value: parse(&self.value, "value"),
+        }
+    }
 }
 
 /// Like [`consume`], without decoding.
