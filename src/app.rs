@@ -21,8 +21,8 @@ use crate::position::StartSpec;
 use crate::sink::topics::TopicSettings;
 use crate::sink::{self, SinkSettings, SinkStats};
 use crate::source::preflight::{self, CheckItem};
-use crate::source::server;
 use crate::source::stream::{self, SkipSet, SourceSettings};
+use crate::source::{seed, server};
 
 /// The librdkafka client config shared by producer, consumer and admin client.
 pub fn client_config(cfg: &Config) -> ClientConfig {
@@ -92,6 +92,10 @@ pub async fn preflight(cfg: &Config) -> Result<Vec<CheckItem>> {
         items.push(registry_check(cfg).await);
     }
     let start = start_spec(cfg);
+    items.insert(
+        items.len().min(5),
+        preflight::check_row_metadata(&info, committed.is_some(), start.as_ref().ok()),
+    );
     match (&committed, start) {
         (Some(pos), _) => {
             items.push(preflight::check_position(&mut conn, &info, pos, "committed offset").await)
@@ -325,13 +329,19 @@ async fn attempt(
             Ok(None) => tracing::info!(ssl_mode = %connect.ssl_mode, "connected to the source in plaintext (no TLS)"),
             Err(e) => tracing::warn!(error = %e, "cannot read the source connection's TLS status"),
         }
-        let mut resume = stream::resolve_start(
-            &mut conn,
-            &info,
-            committed.as_ref().map(|r| &r.position),
-            start,
-        )
-        .await?;
+        let mut resume = match (&committed, start) {
+            // A new pipeline at "now": the included tables' definitions at that position.
+            (None, StartSpec::Latest) => seed::latest_with_defs(&mut conn, &info, router).await?,
+            _ => {
+                stream::resolve_start(
+                    &mut conn,
+                    &info,
+                    committed.as_ref().map(|r| &r.position),
+                    start,
+                )
+                .await?
+            }
+        };
         if let Some(r) = &committed {
             resume.tracker.xa_prepared = r.xa_prepared.clone();
         }

@@ -120,7 +120,9 @@ pub enum Change {
     },
     /// A DDL statement changed (or created, dropped, renamed, truncated) an included table:
     /// the sink writes the schema-change record and the table's schema-history record in the
-    /// open Kafka transaction, before anything that follows in the binlog.
+    /// open Kafka transaction, before anything that follows in the binlog. A history-only event
+    /// (no record) may also come outside a source transaction, at the start of the stream: it
+    /// commits with the next offset.
     Schema(SchemaEvent),
     /// The open transaction committed; the source resumes at the checkpoint after it.
     Commit(Checkpoint),
@@ -150,8 +152,10 @@ pub struct SchemaEvent {
     pub db: String,
     /// Table name (the new name after a rename).
     pub table: String,
-    /// The schema-change record (JSON, `schemas/schema_change.avsc`).
-    pub record: Vec<u8>,
+    /// The schema-change record (JSON, `schemas/schema_change.avsc`); `None` for a
+    /// history-only update (a table's first known shape, written without a DDL: the
+    /// definitions read at `start = "latest"`, or a table map seen for the first time).
+    pub record: Option<Vec<u8>>,
     /// Schema-history updates, each `(db, table, new shape)`: `None` removes the table's entry
     /// (dropped, or renamed away).
     pub history: Vec<(String, String, Option<Vec<u8>>)>,

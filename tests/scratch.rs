@@ -80,16 +80,272 @@ async fn statement_format_and_missing_full_metadata_are_refused(flavor: Flavor) 
         out.1
     );
 
+    // Without full metadata only a start whose schema is known is accepted.
+    p.edit_config("start = \"latest\"", "start = \"earliest\"");
     exec(&mut c, &["SET GLOBAL binlog_row_metadata = 'MINIMAL'"]).await;
     let out = p.command(&["run"]);
     exec(&mut c, &["SET GLOBAL binlog_row_metadata = 'FULL'"]).await;
     assert_ne!(out.0, 0, "{}", out.1);
     assert!(
-        out.1.contains("binlog_row_metadata") && out.1.contains("FULL"),
+        out.1.contains("binlog_row_metadata=MINIMAL")
+            && out.1.contains("FULL")
+            && out.1.contains("start = \"latest\""),
         "{}",
         out.1
     );
     assert_nothing_written(&p);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn mariadb_minimal_metadata_is_decoded_with_tracked_definitions() {
+    let s = MARIADB.scratch();
+    with_globals(
+        s,
+        &["SET GLOBAL binlog_row_metadata = 'MINIMAL'"],
+        &["SET GLOBAL binlog_row_metadata = 'FULL'"],
+        without_full_metadata(s, "MINIMAL"),
+    )
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn mariadb_no_log_metadata_is_decoded_with_tracked_definitions() {
+    let s = MARIADB.scratch();
+    with_globals(
+        s,
+        &["SET GLOBAL binlog_row_metadata = 'NO_LOG'"],
+        &["SET GLOBAL binlog_row_metadata = 'FULL'"],
+        without_full_metadata(s, "NO_LOG"),
+    )
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn mysql_minimal_metadata_is_decoded_with_tracked_definitions() {
+    if !MYSQL.enabled() {
+        return;
+    }
+    let s = MYSQL.scratch();
+    with_globals(
+        s,
+        &["SET GLOBAL binlog_row_metadata = 'MINIMAL'"],
+        &["SET GLOBAL binlog_row_metadata = 'FULL'"],
+        without_full_metadata(s, "MINIMAL"),
+    )
+    .await;
+}
+
+/// A server logging table maps without column names (`mode`: MINIMAL, or MariaDB's NO_LOG
+/// without signedness and charsets either; MySQL knows only MINIMAL and FULL). A new pipeline at `start = "latest"` reads the definitions from
+/// information_schema; DDL keeps them current; a restart takes them from the schema history
+/// committed with the offset — rows written before a DDL that ran while sluice was down are
+/// decoded with the old shape, rows after it with the new one. A DDL that bypasses the binlog
+/// stops the pipeline before anything of the disagreeing table map is written.
+async fn without_full_metadata(scratch: Flavor, mode: &'static str) {
+    let p = Pipeline::new(scratch, &format!("meta_{}", mode.to_lowercase()), "");
+    let db = p.db.clone();
+    let mut c = root(scratch.port).await;
+    exec(
+        &mut c,
+        &[
+            &format!("CREATE DATABASE {db}"),
+            // Key columns after others, unsigned extremes, charsets, ENUM and SET: all things a
+            // table map without full metadata cannot tell.
+            &format!(
+                "CREATE TABLE {db}.t (note VARCHAR(20) CHARACTER SET utf8mb4, \
+                 big BIGINT UNSIGNED, small TINYINT UNSIGNED, neg TINYINT, \
+                 e ENUM('x','y','z'), st SET('p','q','r'), l1 VARCHAR(10) CHARACTER SET latin1, \
+                 d DECIMAL(10,3), id INT NOT NULL, k VARCHAR(8) NOT NULL, PRIMARY KEY (id, k))"
+            ),
+        ],
+    )
+    .await;
+    let (code, check) = p.command(&["check"]);
+    assert_eq!(code, 0, "{check}");
+    assert!(
+        check.contains(&format!("binlog_row_metadata={mode}")),
+        "the server logs {mode} metadata: {check}"
+    );
+    let mut child = Running(p.spawn());
+    p.wait_started(Duration::from_secs(60));
+    let t = format!("{db}.t");
+    exec(
+        &mut c,
+        &[
+            &format!(
+                "INSERT INTO {t} VALUES ('grüße 😀', 18446744073709551615, 255, -128, 'z', 'p,r', \
+                 'café', -1234567.891, 1, 'a'), (NULL, 0, 0, 127, 'x', '', 'x', 0.5, 2, 'b')"
+            ),
+            &format!("UPDATE {t} SET big = big - 1, st = 'q' WHERE id = 1"),
+            &format!("DELETE FROM {t} WHERE id = 2"),
+            &format!(
+                "ALTER TABLE {t} ADD COLUMN added INT UNSIGNED AFTER big, DROP COLUMN neg, \
+                 MODIFY d DECIMAL(12,4)"
+            ),
+            &format!("ALTER TABLE {t} RENAME COLUMN small TO tiny"),
+            &format!(
+                "INSERT INTO {t} (note, big, added, tiny, e, st, l1, d, id, k) VALUES \
+                 ('after', 18446744073709551614, 4294967295, 200, 'y', 'q,r', 'ñ', 12.3456, 3, 'c')"
+            ),
+            &format!("CREATE TABLE {db}.t2 (id BIGINT UNSIGNED PRIMARY KEY, v ENUM('on','off'))"),
+            &format!("INSERT INTO {db}.t2 VALUES (18446744073709551615, 'off')"),
+        ],
+    )
+    .await;
+    let topics = [p.topic("t"), p.topic("t2")];
+    // c1 c2 u1 d2 tomb2 c3 | c(t2)
+    let first = consume(
+        &topics,
+        "read_committed",
+        7,
+        Duration::from_secs(1),
+        Duration::from_secs(60),
+    );
+    assert_eq!(
+        first.len(),
+        7,
+        "records before the kill; log:
+{}",
+        p.log()
+    );
+
+    // Down: a row of the old shape, a DDL, a row of the new shape.
+    child.0.kill().expect("SIGKILL");
+    let _ = child.0.wait();
+    exec(
+        &mut c,
+        &[
+            &format!(
+                "INSERT INTO {t} (note, big, added, tiny, e, st, l1, d, id, k) VALUES \
+                 ('old shape', 7, 8, 9, 'x', 'p', 'ü', 1.5, 4, 'd')"
+            ),
+            &format!("ALTER TABLE {t} ADD COLUMN late BIGINT UNSIGNED FIRST"),
+            &format!(
+                "INSERT INTO {t} (late, note, big, added, tiny, e, st, l1, d, id, k) VALUES \
+                 (18446744073709551615, 'new shape', 1, 2, 3, 'z', 'p,q,r', 'ß', -0.0001, 5, 'e')"
+            ),
+        ],
+    )
+    .await;
+    let mut child = Running(p.spawn());
+    let all = consume(
+        &topics,
+        "read_committed",
+        9,
+        Duration::from_secs(2),
+        Duration::from_secs(60),
+    );
+    let log = p.log();
+    let ctx = format!(
+        "[{} {mode}] log:
+{log}",
+        scratch.name
+    );
+    assert_eq!(
+        all.len(),
+        9,
+        "no record lost or repeated across the kill; {ctx}"
+    );
+
+    let after = |r: &Rec| r.value.as_ref().map(|v| v["after"].clone());
+    let before = |r: &Rec| r.value.as_ref().map(|v| v["before"].clone());
+    let row1 = json!({"note": "grüße 😀", "big": 18446744073709551615u64, "small": 255,
+        "neg": -128, "e": "z", "st": "p,r", "l1": "café", "d": "-1234567.891", "id": 1, "k": "a"});
+    let t_recs: Vec<&Rec> = all.iter().filter(|r| r.topic == topics[0]).collect();
+    assert_eq!(t_recs.len(), 8, "{ctx}");
+    assert_eq!(t_recs[0].key, Some(json!({"id": 1, "k": "a"})), "{ctx}");
+    assert_eq!(after(t_recs[0]), Some(row1.clone()), "{ctx}");
+    assert_eq!(
+        after(t_recs[1]),
+        Some(
+            json!({"note": null, "big": 0, "small": 0, "neg": 127, "e": "x", "st": "",
+            "l1": "x", "d": "0.500", "id": 2, "k": "b"})
+        ),
+        "{ctx}"
+    );
+    let mut row1u = row1.clone();
+    row1u["big"] = json!(18446744073709551614u64);
+    row1u["st"] = json!("q");
+    assert_eq!(before(t_recs[2]), Some(row1), "{ctx}");
+    assert_eq!(after(t_recs[2]), Some(row1u), "{ctx}");
+    assert_eq!(t_recs[3].key, Some(json!({"id": 2, "k": "b"})), "{ctx}");
+    assert_eq!(after(t_recs[3]), Some(Value::Null), "{ctx}");
+    assert!(t_recs[4].value.is_none(), "tombstone; {ctx}");
+    assert_eq!(
+        after(t_recs[5]),
+        Some(
+            json!({"note": "after", "big": 18446744073709551614u64, "added": 4294967295u64,
+            "tiny": 200, "e": "y", "st": "q,r", "l1": "ñ", "d": "12.3456", "id": 3, "k": "c"})
+        ),
+        "{ctx}"
+    );
+    assert_eq!(
+        after(t_recs[6]),
+        Some(
+            json!({"note": "old shape", "big": 7, "added": 8, "tiny": 9, "e": "x", "st": "p",
+            "l1": "ü", "d": "1.5000", "id": 4, "k": "d"})
+        ),
+        "a row written before the DDL that ran while sluice was down has the old shape; {ctx}"
+    );
+    assert_eq!(
+        after(t_recs[7]),
+        Some(
+            json!({"late": 18446744073709551615u64, "note": "new shape", "big": 1, "added": 2,
+            "tiny": 3, "e": "z", "st": "p,q,r", "l1": "ß", "d": "-0.0001", "id": 5, "k": "e"})
+        ),
+        "{ctx}"
+    );
+    let t2: Vec<&Rec> = all.iter().filter(|r| r.topic == topics[1]).collect();
+    assert_eq!(t2.len(), 1, "{ctx}");
+    assert_eq!(
+        t2[0].key,
+        Some(json!({"id": 18446744073709551615u64})),
+        "{ctx}"
+    );
+    assert_eq!(
+        after(t2[0]),
+        Some(json!({"id": 18446744073709551615u64, "v": "off"})),
+        "{ctx}"
+    );
+
+    // A DDL the binlog never sees: the next table map disagrees with the tracked definition.
+    exec(
+        &mut c,
+        &[
+            "SET SESSION sql_log_bin = 0",
+            &format!("ALTER TABLE {t} ADD COLUMN hidden INT"),
+            "SET SESSION sql_log_bin = 1",
+            &format!("INSERT INTO {t} (id, k) VALUES (6, 'f')"),
+        ],
+    )
+    .await;
+    let st = wait_exit(&mut child.0, Duration::from_secs(60));
+    let log = p.log();
+    assert!(
+        !st.success(),
+        "sluice must stop; log:
+{log}"
+    );
+    assert!(
+        log.contains(&format!(
+            "`{db}`.`t` has 12 columns but the tracked schema has 11"
+        )),
+        "the error names the table and the disagreement; log:
+{log}"
+    );
+    let again = consume(
+        &topics,
+        "read_committed",
+        10,
+        Duration::from_secs(2),
+        Duration::from_secs(10),
+    );
+    assert_eq!(
+        again.len(),
+        9,
+        "nothing of the disagreeing row is written; log:
+{log}"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

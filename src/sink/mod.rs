@@ -361,6 +361,11 @@ impl Sink {
                 self.write_rows(&table, kind, &rows, pos)?;
                 self.check_txn_age()?;
             }
+            Change::Schema(ev) if ev.record.is_none() && !self.source_open => {
+                // History-only (the start's table definitions): commits with the next offset.
+                self.begin()?;
+                self.write_schema_event(&ev)?;
+            }
             Change::Schema(ev) => {
                 if !self.source_open {
                     return Err(Error::definite(format!(
@@ -557,8 +562,10 @@ impl Sink {
     /// Writes a DDL's schema-change record and its schema-history updates into the open
     /// Kafka transaction, so they commit together with the offset past the statement.
     fn write_schema_event(&mut self, ev: &crate::pipeline::SchemaEvent) -> Result<()> {
-        self.topics
-            .ensure_ordered_topic(&self.s.schema_changes_topic)?;
+        if ev.record.is_some() {
+            self.topics
+                .ensure_ordered_topic(&self.s.schema_changes_topic)?;
+        }
         self.topics
             .ensure_history_topic(&self.s.schema_history_topic)?;
         let key = serde_json::json!({"db": ev.db, "table": ev.table}).to_string();
@@ -568,14 +575,16 @@ impl Sink {
                 ev.db, ev.table, self.meta.file, self.meta.pos
             ))
         };
-        self.producer
-            .send(
-                &self.s.schema_changes_topic,
-                Some(key.as_bytes()),
-                Some(&ev.record),
-            )
-            .map_err(at)?;
-        self.kafka_records += 1;
+        if let Some(record) = &ev.record {
+            self.producer
+                .send(
+                    &self.s.schema_changes_topic,
+                    Some(key.as_bytes()),
+                    Some(record),
+                )
+                .map_err(at)?;
+            self.kafka_records += 1;
+        }
         for (db, table, shape) in &ev.history {
             let hkey = history_key(&self.s.name, db, table);
             self.producer

@@ -9,5 +9,6 @@ pub mod payload;
 pub mod preflight;
 pub mod replication;
 pub mod rows;
+pub mod seed;
 pub mod server;
 pub mod stream;

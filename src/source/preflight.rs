@@ -53,7 +53,64 @@ fn expect_var(items: &mut Vec<CheckItem>, name: &str, found: &str, want: &str, f
     }
 }
 
-/// Checks the server settings sluice depends on.
+/// `binlog_row_metadata`: with `FULL` every table map describes its table. Without it (older
+/// servers, or `MINIMAL`/`NO_LOG`) sluice decodes rows with tracked definitions, which exist
+/// only where the schema is known: the committed schema history (`committed`), or a new
+/// pipeline at `start = "latest"` (today's information_schema). Any other start is refused.
+pub fn check_row_metadata(
+    info: &ServerInfo,
+    committed: bool,
+    start: Option<&crate::position::StartSpec>,
+) -> CheckItem {
+    const NAME: &str = "binlog_row_metadata";
+    let found = if info.binlog_row_metadata.is_empty() {
+        "(not supported by this server)".to_string()
+    } else {
+        info.binlog_row_metadata.clone()
+    };
+    if found.eq_ignore_ascii_case("FULL") {
+        return CheckItem::ok(
+            NAME,
+            "binlog_row_metadata=FULL: table maps describe their tables",
+        );
+    }
+    let detail = format!(
+        "binlog_row_metadata={found}: table maps carry no column names{}, so rows are decoded \
+         with the tracked table definitions",
+        if found.eq_ignore_ascii_case("MINIMAL") {
+            ""
+        } else {
+            " nor signedness"
+        }
+    );
+    if committed {
+        return CheckItem::ok(
+            NAME,
+            format!("{detail} of the schema history committed with the offset"),
+        );
+    }
+    match start {
+        Some(crate::position::StartSpec::Latest) => CheckItem::ok(
+            NAME,
+            format!("{detail}, read from information_schema at the start position"),
+        ),
+        other => CheckItem::problem(
+            NAME,
+            format!("binlog_row_metadata={found:?}"),
+            format!(
+                "{detail}, and for `source.start = {}` sluice knows no definitions: \
+                 information_schema shows today's tables, not those at an older position. Either \
+                 SET GLOBAL binlog_row_metadata = 'FULL' (and put it in the server config; \
+                 MySQL 8.0.1+, MariaDB 10.5+) before the events to read were written, or start \
+                 the pipeline at `start = \"latest\"`",
+                other.map_or_else(|| "?".to_string(), |s| format!("\"{s}\""))
+            ),
+        ),
+    }
+}
+
+/// Checks the server settings sluice depends on (except `binlog_row_metadata`, which depends
+/// on where the pipeline starts: [`check_row_metadata`]).
 pub async fn check_source(
     conn: &mut Conn,
     info: &ServerInfo,
@@ -85,18 +142,6 @@ pub async fn check_source(
         &info.binlog_row_image,
         "FULL",
         "SET GLOBAL binlog_row_image='FULL' and put binlog_row_image=FULL in the server config",
-    );
-    expect_var(
-        &mut items,
-        "binlog_row_metadata",
-        if info.binlog_row_metadata.is_empty() {
-            "(not supported by this server)"
-        } else {
-            &info.binlog_row_metadata
-        },
-        "FULL",
-        "SET GLOBAL binlog_row_metadata='FULL' and put binlog_row_metadata=FULL in the server \
-         config (needs MySQL 8.0.1+ or MariaDB 10.5+)",
     );
     match info.flavor {
         Flavor::MariaDb => items.push(CheckItem::ok("GTID mode", "MariaDB GTIDs (always on)")),

@@ -16,7 +16,8 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use mysql_async::Conn;
-use mysql_common::binlog::events::{Event, GtidEvent, QueryEvent, TableMapEvent};
+use mysql_common::binlog::consts::StatusVarKey;
+use mysql_common::binlog::events::{Event, GtidEvent, QueryEvent, StatusVarVal, TableMapEvent};
 use mysql_common::packets::{Sid, Tag};
 use tokio::sync::{mpsc, watch};
 
@@ -26,11 +27,11 @@ use crate::config::OnSchemaChange;
 use crate::error::{mysql_error, Error, Result};
 use crate::pipeline::{Change, Checkpoint, SchemaEvent, TableCtx, TxnMeta};
 use crate::position::{FilePos, Gtid, GtidList, GtidSet, SourcePosition, StartSpec, Uuid16};
-use crate::schema::ddl::{parse_ddl, DdlChange, DdlParse};
+use crate::schema::ddl::{parse_ddl_with, DdlChange, DdlParse, SqlMode};
 use crate::schema::tracked::{
     AlterOp, ChangeKind, ChangeSource, SchemaChangeRecord, TableDef, TableName,
 };
-use crate::schema::{ServerFlavor, TableSchema};
+use crate::schema::{SchemaError, ServerFlavor, TableSchema};
 use crate::source::events::{self, types, QueryKind, XaStatement};
 use crate::source::payload::PayloadReader;
 use crate::source::replication::{self, Replication};
@@ -121,8 +122,12 @@ pub struct ResumePoint {
     pub request: DumpRequest,
     /// Position state at that point.
     pub tracker: Tracker,
-    /// Tracked table definitions at that point (the committed schema history).
+    /// Tracked table definitions at that point (the committed schema history, or the
+    /// definitions read from information_schema for a new pipeline at `start = "latest"`).
     pub defs: Vec<TableDef>,
+    /// `defs` are not in the schema history yet (read at the start of a new pipeline): the
+    /// stream writes them first, so they commit with the start position.
+    pub defs_unwritten: bool,
 }
 
 /// Resolves where to start: the committed position if there is one, else `start`.
@@ -145,6 +150,7 @@ pub async fn resolve_start(
                 request: DumpRequest::FilePos(fp.clone()),
                 tracker: tracker(&fp.file, fp.pos),
                 defs: Vec::new(),
+                defs_unwritten: false,
             }),
             (SourcePosition::MysqlGtid { gtid_set, file_pos }, Flavor::MySql) => {
                 let mut t = tracker("", 4);
@@ -156,6 +162,7 @@ pub async fn resolve_start(
                     request: DumpRequest::MysqlGtid(gtid_set.clone()),
                     tracker: t,
                     defs: Vec::new(),
+                    defs_unwritten: false,
                 })
             }
             (
@@ -182,6 +189,7 @@ pub async fn resolve_start(
                     request,
                     tracker: t,
                     defs: Vec::new(),
+                    defs_unwritten: false,
                 })
             }
             (p, f) => Err(Error::definite(format!(
@@ -197,6 +205,7 @@ pub async fn resolve_start(
             request: DumpRequest::FilePos(fp.clone()),
             tracker: tracker(&fp.file, fp.pos),
             defs: Vec::new(),
+            defs_unwritten: false,
         }),
         StartSpec::MysqlGtid(set) => {
             if info.flavor != Flavor::MySql || !info.gtid_mode {
@@ -216,6 +225,7 @@ pub async fn resolve_start(
                 request: DumpRequest::MysqlGtid(set.clone()),
                 tracker: t,
                 defs: Vec::new(),
+                defs_unwritten: false,
             })
         }
         StartSpec::MariadbGtid(list) => {
@@ -231,6 +241,7 @@ pub async fn resolve_start(
                 request: DumpRequest::MariadbGtid(list.clone()),
                 tracker: t,
                 defs: Vec::new(),
+                defs_unwritten: false,
             })
         }
         StartSpec::Earliest | StartSpec::Initial | StartSpec::SnapshotOnly => {
@@ -248,6 +259,7 @@ pub async fn resolve_start(
                     request: DumpRequest::MysqlGtid(purged),
                     tracker: t,
                     defs: Vec::new(),
+                    defs_unwritten: false,
                 });
             }
             let logs = server::binary_logs(conn).await?;
@@ -261,6 +273,7 @@ pub async fn resolve_start(
                 }),
                 tracker: tracker(first, 4),
                 defs: Vec::new(),
+                defs_unwritten: false,
             })
         }
         StartSpec::Latest => {
@@ -274,6 +287,7 @@ pub async fn resolve_start(
                         request: DumpRequest::MysqlGtid(set),
                         tracker: t,
                         defs: Vec::new(),
+                        defs_unwritten: false,
                     })
                 }
                 Flavor::MariaDb => {
@@ -283,12 +297,14 @@ pub async fn resolve_start(
                         request: DumpRequest::FilePos(fp),
                         tracker: t,
                         defs: Vec::new(),
+                        defs_unwritten: false,
                     })
                 }
                 Flavor::MySql => Ok(ResumePoint {
                     request: DumpRequest::FilePos(fp),
                     tracker: t,
                     defs: Vec::new(),
+                    defs_unwritten: false,
                 }),
             }
         }
@@ -311,6 +327,9 @@ struct TableEntry {
     tme_raw: Vec<u8>,
     /// `None` when the table is excluded or matches no route.
     route: Option<(Arc<TableCtx>, RowDecoder)>,
+    /// The table's first known definition (or a correction), not yet in the schema history:
+    /// written in the first regular source transaction that maps the table.
+    history: Option<TableDef>,
 }
 
 /// The open source transaction.
@@ -366,12 +385,20 @@ pub struct Assembler {
     /// Tracked definitions of included tables: from the committed schema history, from
     /// TABLE_MAPs with full metadata, kept current by DDL.
     defs: HashMap<(String, String), TableDef>,
+    /// Included tables whose tracked definition was lost, and where (a DDL sluice could not
+    /// apply, `CREATE TABLE ... SELECT`): without full metadata their next TABLE_MAP stops.
+    lost: HashMap<(String, String), String>,
 }
 
 /// How often a `Progress` is sent while the binlog has nothing for the sink.
 const PROGRESS_EVERY: Duration = Duration::from_millis(500);
 
 impl Assembler {
+    /// The tracked table definitions.
+    pub fn defs(&self) -> impl Iterator<Item = &TableDef> {
+        self.defs.values()
+    }
+
     /// Seeds the tracked table definitions (the committed schema history).
     pub fn set_defs(&mut self, defs: impl IntoIterator<Item = TableDef>) {
         for d in defs {
@@ -398,6 +425,7 @@ impl Assembler {
             replay_mode: false,
             replay_done: false,
             defs: HashMap::new(),
+            lost: HashMap::new(),
         }
     }
 
@@ -653,7 +681,7 @@ impl Assembler {
                 }
                 return Ok(());
             }
-            types::TABLE_MAP => self.on_table_map(ev, start_pos)?,
+            types::TABLE_MAP => self.on_table_map(ev, start_pos, out)?,
             // PARTIAL_UPDATE_ROWS (binlog_row_value_options=PARTIAL_JSON) is an UPDATE_ROWS
             // v2 whose after images may carry JSON diffs; the row decoder rebuilds the
             // full documents from the before images.
@@ -863,7 +891,7 @@ impl Assembler {
         }
     }
 
-    fn on_table_map(&mut self, ev: &Event, start_pos: u64) -> Result<()> {
+    fn on_table_map(&mut self, ev: &Event, start_pos: u64, out: &mut Vec<Change>) -> Result<()> {
         let data = ev.data();
         let tme: TableMapEvent = ev.read_event().map_err(|e| {
             Error::definite(format!(
@@ -874,6 +902,9 @@ impl Assembler {
         let id = tme.table_id();
         if let Some(entry) = self.tables.get(&id) {
             if entry.tme_raw == data {
+                if entry.history.is_some() && self.can_emit() {
+                    self.emit_first_history(id, out);
+                }
                 return Ok(());
             }
         }
@@ -886,17 +917,12 @@ impl Assembler {
         } else {
             None
         };
+        let mut history = None;
         let route = match route {
             None => None,
             Some(target) => {
-                let flavor = match self.flavor {
-                    Flavor::MySql => ServerFlavor::MySql,
-                    Flavor::MariaDb => ServerFlavor::MariaDb,
-                };
-                let schema =
-                    TableSchema::from_table_map_with_flavor(&tme, flavor).map_err(|e| {
-                        Error::definite(format!("{e} (table {db}.{table}, {})", self.at(start_pos)))
-                    })?;
+                let (schema, unwritten) = self.table_schema(&tme, &db, &table, start_pos)?;
+                history = unwritten;
                 let key_idx = if target.key_columns.is_empty() {
                     schema.primary_key.clone()
                 } else {
@@ -922,9 +948,6 @@ impl Assembler {
                     }
                     idx
                 };
-                self.defs
-                    .entry((db.clone(), table.clone()))
-                    .or_insert_with(|| TableDef::from_schema(&schema));
                 let schema = Arc::new(schema);
                 let decoder = RowDecoder::new(schema.clone(), &tme).map_err(|e| {
                     Error::definite(format!("{e} (table {db}.{table}, {})", self.at(start_pos)))
@@ -940,9 +963,139 @@ impl Assembler {
             TableEntry {
                 tme_raw: data.to_vec(),
                 route,
+                history,
             },
         );
+        if self.tables.get(&id).is_some_and(|e| e.history.is_some()) && self.can_emit() {
+            self.emit_first_history(id, out);
+        }
         Ok(())
+    }
+
+    /// The schema of an included table's TABLE_MAP, checked against its tracked definition.
+    /// Also returns a definition the schema history does not have yet (the table's first
+    /// known shape, or a correction), to be written in the current transaction.
+    ///
+    /// A table map with full metadata is self-describing: it wins over a tracked definition
+    /// that disagrees (logged as a warning; the history is corrected). Without full metadata
+    /// the tracked definition supplies names, signedness, charsets, ENUM/SET members and the
+    /// key; none, or one that disagrees with the map, stops the pipeline.
+    fn table_schema(
+        &mut self,
+        tme: &TableMapEvent<'_>,
+        db: &str,
+        table: &str,
+        start_pos: u64,
+    ) -> Result<(TableSchema, Option<TableDef>)> {
+        let flavor = match self.flavor {
+            Flavor::MySql => ServerFlavor::MySql,
+            Flavor::MariaDb => ServerFlavor::MariaDb,
+        };
+        let key = (db.to_string(), table.to_string());
+        match TableSchema::from_table_map_with_flavor(tme, flavor) {
+            Ok(schema) => {
+                let fresh = TableDef::from_schema(&schema);
+                let unwritten = match self.defs.get(&key) {
+                    None => Some(fresh),
+                    Some(def) => match TableSchema::from_table_map_with_def(tme, flavor, def) {
+                        Ok(_) => None,
+                        Err(e) => {
+                            tracing::warn!(
+                                table = %format!("{db}.{table}"),
+                                at = %self.at(start_pos),
+                                mismatch = %e,
+                                "the tracked definition disagrees with the table map, which \
+                                 logs full metadata: taking the table map's shape and \
+                                 correcting the schema history"
+                            );
+                            Some(fresh)
+                        }
+                    },
+                };
+                if let Some(d) = &unwritten {
+                    self.defs.insert(key.clone(), d.clone());
+                    self.lost.remove(&key);
+                }
+                Ok((schema, unwritten))
+            }
+            Err(SchemaError::NoFullMetadata { .. }) => {
+                let Some(def) = self.defs.get(&key) else {
+                    let why = self.lost.get(&key).map_or_else(
+                        || {
+                            "sluice has no tracked definition of it: the pipeline started \
+                             at a position whose schema it does not know"
+                                .to_string()
+                        },
+                        |w| format!("its tracked definition was lost at {w}"),
+                    );
+                    return Err(Error::definite(format!(
+                        "the TABLE_MAP of {db}.{table} at {} has no column names (the server \
+                         logs binlog_row_metadata=MINIMAL or NO_LOG) and {why}. sluice takes a \
+                         table's first shape only where it is known: from information_schema \
+                         when a new pipeline starts at `start = \"latest\"`, from the schema \
+                         history committed with the offsets, or from table maps with full \
+                         metadata — never from today's information_schema for an older \
+                         position. Fix: SET GLOBAL binlog_row_metadata = 'FULL' on the source \
+                         (MySQL 8.0.1+, MariaDB 10.5+) and restart, or start a new pipeline \
+                         (another `name`, or `sluice offsets reset`) with `start = \"latest\"`",
+                        self.at(start_pos)
+                    )));
+                };
+                let schema =
+                    TableSchema::from_table_map_with_def(tme, flavor, def).map_err(|e| {
+                        Error::definite(format!(
+                            "{e} at {}. The table map has no column names \
+                             (binlog_row_metadata=MINIMAL or NO_LOG), so sluice decodes it with \
+                             the tracked definition, and the two disagree: a DDL reached the \
+                             table without reaching the binlog (sql_log_bin=0, a replication \
+                             filter), or the tracked definition is wrong. Nothing after the \
+                             committed offset was written. Fix: SET GLOBAL binlog_row_metadata \
+                             = 'FULL' on the source and restart, or start a new pipeline at \
+                             `start = \"latest\"`",
+                            self.at(start_pos)
+                        ))
+                    })?;
+                Ok((schema, None))
+            }
+            Err(e) => Err(Error::definite(format!(
+                "{e} (table {db}.{table}, {})",
+                self.at(start_pos)
+            ))),
+        }
+    }
+
+    /// Whether changes may be emitted now: a regular source transaction is open (not one
+    /// being skipped, not a prepared XA group, not an XA replay).
+    fn can_emit(&self) -> bool {
+        !self.replay_mode && self.txn.as_ref().is_some_and(|t| !t.skip && !t.xa)
+    }
+
+    /// Writes the pending first-known definition of table `id` to the schema history, in the
+    /// open source transaction.
+    fn emit_first_history(&mut self, id: u64, out: &mut Vec<Change>) {
+        let Some(def) = self.tables.get_mut(&id).and_then(|e| e.history.take()) else {
+            return;
+        };
+        let bytes = match serde_json::to_vec(&def) {
+            Ok(b) => b,
+            Err(e) => {
+                tracing::warn!(table = %def.name(), error = %e, "cannot encode a table definition for the schema history");
+                return;
+            }
+        };
+        let Some(txn) = self.txn.as_mut() else {
+            return;
+        };
+        if !txn.begun {
+            txn.begun = true;
+            out.push(Change::Begin(txn.meta.clone()));
+        }
+        out.push(Change::Schema(SchemaEvent {
+            history: vec![(def.db.clone(), def.table.clone(), Some(bytes))],
+            db: def.db,
+            table: def.table,
+            record: None,
+        }));
     }
 
     /// Whether `db.table` is captured and routed.
@@ -973,7 +1126,19 @@ impl Assembler {
         }
         let schema = q.schema();
         let default_db = (!schema.is_empty()).then_some(schema.as_ref());
-        let changes = match parse_ddl(default_db, text) {
+        let mode = q
+            .status_vars()
+            .get_status_var(StatusVarKey::SqlMode)
+            .and_then(|v| match v.get_value() {
+                Ok(StatusVarVal::SqlMode(bits)) => Some(SqlMode::from_bits(bits.0)),
+                _ => None,
+            })
+            .unwrap_or_default();
+        let flavor = match self.flavor {
+            Flavor::MySql => ServerFlavor::MySql,
+            Flavor::MariaDb => ServerFlavor::MariaDb,
+        };
+        let changes = match parse_ddl_with(default_db, text, mode, flavor) {
             DdlParse::NotDdl => return Ok(()),
             DdlParse::Changes(c) => c,
             DdlParse::Unparsed { tables, error } => {
@@ -999,6 +1164,18 @@ impl Assembler {
         }
         if events.is_empty() {
             return Ok(());
+        }
+        // A first-known definition not written yet is stale now: the DDL's history wins.
+        for entry in self.tables.values_mut() {
+            if let (Some(_), Some((ctx, _))) = (&entry.history, &entry.route) {
+                let (d, t) = (&ctx.schema.db, &ctx.schema.table);
+                if events
+                    .iter()
+                    .any(|e| e.5.iter().any(|(hd, ht, _)| hd == d && ht == t))
+                {
+                    entry.history = None;
+                }
+            }
         }
         if self.txn.is_none() {
             self.open_pending(ts, server_id, start_pos);
@@ -1041,7 +1218,7 @@ impl Assembler {
             out.push(Change::Schema(SchemaEvent {
                 db,
                 table,
-                record,
+                record: Some(record),
                 history,
             }));
         }
@@ -1072,6 +1249,7 @@ impl Assembler {
                     return Ok(());
                 }
                 let before = self.defs.insert(key(&table), def.clone());
+                self.lost.remove(&key(&table));
                 events.push((
                     ChangeKind::Create,
                     table.db.clone(),
@@ -1114,8 +1292,12 @@ impl Assembler {
                 if self.included(&table.db, &table.table)?.is_none() {
                     return Ok(());
                 }
-                // The shape comes with the table's first TABLE_MAP.
+                // The shape comes with the table's first TABLE_MAP (with full metadata).
                 let before = self.defs.remove(&key(&table));
+                self.lost.insert(
+                    key(&table),
+                    format!("{at} (CREATE TABLE ... SELECT: the statement does not spell out the columns)"),
+                );
                 events.push((
                     ChangeKind::Create,
                     table.db.clone(),
@@ -1172,6 +1354,10 @@ impl Assembler {
                             Err(e) => {
                                 // The next TABLE_MAP (full metadata) gives the real shape.
                                 tracing::warn!(%table, %at, error = %e, "tracked definition out of step; taking the next TABLE_MAP's shape");
+                                self.lost.insert(
+                                    key(&new_name),
+                                    format!("{at} ({e}; statement: {text:?})"),
+                                );
                                 None
                             }
                         }
@@ -1427,6 +1613,34 @@ pub async fn run(
         skip,
     );
     asm.set_defs(resume.defs.iter().cloned());
+    if resume.defs_unwritten && !resume.defs.is_empty() {
+        // The definitions read at the start go into the schema history with the start position,
+        // before anything is read from the binlog.
+        let history = resume
+            .defs
+            .iter()
+            .map(|d| {
+                serde_json::to_vec(d)
+                    .map(|b| (d.db.clone(), d.table.clone(), Some(b)))
+                    .map_err(|e| Error::definite(format!("encoding a table definition: {e}")))
+            })
+            .collect::<Result<Vec<_>>>()?;
+        let first = &resume.defs[0];
+        let seed = [
+            Change::Schema(SchemaEvent {
+                db: first.db.clone(),
+                table: first.table.clone(),
+                record: None,
+                history,
+            }),
+            Change::Progress(asm.tracker().checkpoint(crate::sink::offsets::now_ms())),
+        ];
+        for change in seed {
+            if tx.send(change).await.is_err() {
+                return Ok(());
+            }
+        }
+    }
     let silence = settings.heartbeat * 3 + Duration::from_secs(5);
     let mut out = Vec::with_capacity(8);
     loop {
@@ -1504,7 +1718,8 @@ async fn forward(
                 return Ok(false);
             }
         }
-        let sent_begin = replay_xa(settings, info, &replay, tx).await?;
+        let defs: Vec<TableDef> = asm.defs().cloned().collect();
+        let sent_begin = replay_xa(settings, info, &replay, defs, tx).await?;
         asm.finish_replay(sent_begin, ts, out);
     }
     if out.is_empty() {
@@ -1558,6 +1773,7 @@ async fn replay_xa(
     settings: &SourceSettings,
     info: &ServerInfo,
     r: &XaReplay,
+    defs: Vec<TableDef>,
     tx: &mpsc::Sender<Change>,
 ) -> Result<bool> {
     tracing::info!(xid = %r.xid, from = %r.from, "XA COMMIT: reading the prepared transaction again");
@@ -1582,6 +1798,7 @@ async fn replay_xa(
         )
     })?;
     let mut asm = Assembler::for_replay(info.flavor, settings.router.clone(), &r.from);
+    asm.set_defs(defs);
     let mut out = Vec::new();
     let mut sent_begin = false;
     while let Some(ev) = tokio::time::timeout(Duration::from_secs(60), stream.next_event())
@@ -1780,8 +1997,11 @@ bootstrap_servers = "127.0.0.1:9092"
     }
 
     /// A compact view of changes: `B <gtid>`, `R <values>`, `C <position>`, `P <position>`.
+    /// History-only schema events (a table's first known shape) are left out: see
+    /// `history_of`.
     fn view(out: &[Change]) -> Vec<String> {
         out.iter()
+            .filter(|c| !matches!(c, Change::Schema(ev) if ev.record.is_none()))
             .map(|c| match c {
                 Change::Begin(m) => format!("B {}", m.gtid.clone().unwrap_or_default()),
                 Change::Rows { rows, .. } => format!("R {:?}", rows[0].after),
@@ -2034,6 +2254,160 @@ bootstrap_servers = "127.0.0.1:9092"
         assert_eq!(e.kind(), crate::error::ErrorKind::Definite);
         assert!(e.to_string().contains("binlog_row_metadata"), "{e}");
         assert!(e.to_string().contains("shop"), "{e}");
+    }
+
+    /// The tracked definition of `shop.t` from a `CREATE TABLE` body.
+    fn shop_def(body: &str) -> TableDef {
+        match crate::schema::ddl::parse_ddl(Some("shop"), &format!("CREATE TABLE t {body}")) {
+            DdlParse::Changes(c) => match c.into_iter().next() {
+                Some(DdlChange::CreateTable { def, .. }) => def,
+                other => panic!("not a CREATE TABLE: {other:?}"),
+            },
+            other => panic!("not parsed: {other:?}"),
+        }
+    }
+
+    /// One transaction writing shop.t (id = 7) with a table map with or without names.
+    fn shop_txn(names: bool) -> Vec<(u8, u32, Vec<u8>)> {
+        vec![
+            (types::ANONYMOUS_GTID, 200, fx::gtid_body([0; 16], 0, true)),
+            (types::QUERY, 300, fx::query_body("shop", "BEGIN")),
+            (types::TABLE_MAP, 400, table("shop", names).body()),
+            (
+                types::WRITE_ROWS_V2,
+                500,
+                fx::rows_v2_body(42, 1, 1, &[], &[0, 7, 0, 0, 0]),
+            ),
+            (types::XID, 531, fx::xid_body(1)),
+        ]
+    }
+
+    /// History-only schema events (`H db.table: columns`).
+    fn history_of(out: &[Change]) -> Vec<String> {
+        out.iter()
+            .filter_map(|c| match c {
+                Change::Schema(ev) if ev.record.is_none() => Some(
+                    ev.history
+                        .iter()
+                        .map(|(d, t, b)| {
+                            let def: TableDef =
+                                serde_json::from_slice(b.as_deref().unwrap()).unwrap();
+                            let cols: Vec<&str> =
+                                def.columns.iter().map(|c| c.name.as_str()).collect();
+                            format!("H {d}.{t}: {}", cols.join(","))
+                        })
+                        .collect::<Vec<_>>()
+                        .join("; "),
+                ),
+                _ => None,
+            })
+            .collect()
+    }
+
+    #[test]
+    fn a_table_first_seen_with_full_metadata_goes_into_the_schema_history_once() {
+        let fde = fx::fde_8_0();
+        let mut a = assembler(false);
+        let mut out = Vec::new();
+        feed(&mut a, &fde, &shop_txn(true), &mut out);
+        assert_eq!(history_of(&out), ["H shop.t: id"]);
+        // Written in the transaction, before its rows.
+        let kinds: Vec<&str> = out
+            .iter()
+            .map(|c| match c {
+                Change::Begin(_) => "B",
+                Change::Schema(_) => "S",
+                Change::Rows { .. } => "R",
+                Change::Commit(_) => "C",
+                Change::Progress(_) => "P",
+            })
+            .collect();
+        assert_eq!(kinds, ["B", "S", "R", "C"]);
+        out.clear();
+        feed(&mut a, &fde, &shop_txn(true), &mut out);
+        assert!(history_of(&out).is_empty(), "once: {:?}", view(&out));
+    }
+
+    #[test]
+    fn a_table_map_without_names_is_decoded_with_the_tracked_definition() {
+        let fde = fx::fde_8_0();
+        let mut a = assembler(false);
+        a.set_defs([shop_def("(id INT NOT NULL PRIMARY KEY)")]);
+        let mut out = Vec::new();
+        feed(&mut a, &fde, &shop_txn(false), &mut out);
+        let rows: Vec<&Change> = out
+            .iter()
+            .filter(|c| matches!(c, Change::Rows { .. }))
+            .collect();
+        let [Change::Rows { table, rows, .. }] = rows.as_slice() else {
+            panic!("one rows change: {:?}", view(&out));
+        };
+        assert_eq!(table.schema.columns[0].name, "id");
+        assert_eq!(table.key_idx, [0], "key from the tracked definition");
+        assert_eq!(view(&out)[1], "R Some([Int(7)])");
+        assert!(history_of(&out).is_empty(), "the history already has it");
+    }
+
+    #[test]
+    fn a_table_map_without_names_that_disagrees_with_the_tracked_definition_stops() {
+        let fde = fx::fde_8_0();
+        let mut a = assembler(false);
+        a.set_defs([shop_def("(id INT NOT NULL PRIMARY KEY, extra INT)")]);
+        let mut out = Vec::new();
+        let events = shop_txn(false);
+        feed(&mut a, &fde, &events[..2], &mut out);
+        let (etype, pos, body) = &events[2];
+        let e = a
+            .on_event(&event(&fde, *etype, *pos, body), &mut out)
+            .unwrap_err();
+        assert_eq!(e.kind(), crate::error::ErrorKind::Definite);
+        let msg = e.to_string();
+        assert!(
+            msg.contains("`shop`.`t` has 1 columns but the tracked schema has 2")
+                && msg.contains("binlog_row_metadata"),
+            "{msg}"
+        );
+        assert!(!out.iter().any(|c| matches!(c, Change::Rows { .. })));
+    }
+
+    #[test]
+    fn without_names_or_a_tracked_definition_the_error_says_where_it_was_lost() {
+        let fde = fx::fde_8_0();
+        let mut a = assembler(false);
+        a.set_defs([shop_def("(id INT NOT NULL PRIMARY KEY)")]);
+        let mut out = Vec::new();
+        feed(
+            &mut a,
+            &fde,
+            &[(
+                types::QUERY,
+                250,
+                fx::query_body("shop", "CREATE OR REPLACE TABLE t AS SELECT 7 AS id"),
+            )],
+            &mut out,
+        );
+        let events = shop_txn(false);
+        feed(&mut a, &fde, &events[..2], &mut out);
+        let (etype, pos, body) = &events[2];
+        let msg = a
+            .on_event(&event(&fde, *etype, *pos, body), &mut out)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            msg.contains("has no column names") && msg.contains("CREATE TABLE ... SELECT"),
+            "{msg}"
+        );
+    }
+
+    #[test]
+    fn a_full_table_map_corrects_a_tracked_definition_that_disagrees() {
+        let fde = fx::fde_8_0();
+        let mut a = assembler(false);
+        a.set_defs([shop_def("(id INT NOT NULL PRIMARY KEY, gone INT)")]);
+        let mut out = Vec::new();
+        feed(&mut a, &fde, &shop_txn(true), &mut out);
+        assert_eq!(history_of(&out), ["H shop.t: id"]);
+        assert_eq!(a.defs().next().map(|d| d.columns.len()), Some(1));
     }
 
     #[test]

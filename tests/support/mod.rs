@@ -268,13 +268,15 @@ format = "json"
                 registry_url()
             ),
         );
-        let text = std::fs::read_to_string(&p.config).expect("config");
-        std::fs::write(
-            &p.config,
-            text.replace("format = \"json\"", "format = \"avro\""),
-        )
-        .expect("config");
+        p.edit_config("format = \"json\"", "format = \"avro\"");
         p
+    }
+
+    /// Replaces `from` (which must occur) with `to` in the config file.
+    pub fn edit_config(&self, from: &str, to: &str) {
+        let text = std::fs::read_to_string(&self.config).expect("config");
+        assert!(text.contains(from), "config has no {from:?}:\n{text}");
+        std::fs::write(&self.config, text.replace(from, to)).expect("config");
     }
 
     /// Creates the pipeline's database and `tables` (`CREATE TABLE` bodies after the name,
