@@ -2339,7 +2339,7 @@ bootstrap_servers = "127.0.0.1:9092"
             .iter()
             .filter(|c| matches!(c, Change::Rows { .. }))
             .collect();
-        let [Change::Rows { table, rows, .. }] = rows.as_slice() else {
+        let [Change::Rows { table, .. }] = rows.as_slice() else {
             panic!("one rows change: {:?}", view(&out));
         };
         assert_eq!(table.schema.columns[0].name, "id");
