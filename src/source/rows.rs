@@ -30,9 +30,14 @@
 //!   before image lacks the document, or a diff does not fit it) the row fails with
 //!   [`RowsError::PartialJson`] rather than being guessed at.
 //!
-//! MySQL binary JSON is rendered to compact JSON text by [`jsonb_to_json`], which
-//! keeps MySQL's key order and renders opaque DECIMAL as a number and opaque
-//! DATE/TIME/DATETIME/TIMESTAMP as strings (`"2024-01-02 03:04:05.000000"`).
+//! MySQL binary JSON is rendered to compact JSON text by [`jsonb_to_json`]: the text the
+//! server itself gives for the document (`SELECT`, `CAST(j AS CHAR)`) without the blanks it puts
+//! after `,` and `:`. So it keeps MySQL's key order, writes numbers as the server does
+//! (doubles with `my_gcvt` and a `.0` for integral ones, see [`push_mysql_json_double`];
+//! opaque DECIMAL as its exact text), opaque DATE/TIME/DATETIME/TIMESTAMP as strings
+//! (`"2024-01-02 03:04:05.000000"`), an opaque VAR_STRING as a string and any other opaque
+//! value as `"base64:type<field type>:<base64 with a newline every 76 characters>"`.
+//! `crate::snapshot` turns the server's text into the same form.
 
 use std::borrow::Cow;
 use std::io::Read;
@@ -1430,7 +1435,85 @@ fn push_u64(out: &mut Vec<u8>, v: u64) -> Result<(), String> {
 }
 
 fn push_f64(out: &mut Vec<u8>, d: f64) {
-    crate::encode::json_value::push_f64(out, d);
+    push_mysql_json_double(out, d);
+}
+
+/// Appends a JSON double the way MySQL's JSON text rendering writes it
+/// (`Json_wrapper::to_string`: `my_gcvt(d, MY_GCVT_ARG_DOUBLE, MY_GCVT_MAX_FIELD_WIDTH)`, then
+/// `.0` if that has neither a point nor an exponent), so that a document decoded from the
+/// binlog reads exactly as `SELECT` returns it.
+///
+/// `my_gcvt` takes the shortest round-trip digits (dtoa mode 4 with a 34-character width,
+/// wider than any shortest form) and writes them in fixed notation when the decimal exponent
+/// `decpt` (the value is `0.DIGITS × 10^decpt`) is at least -14 and the number is either at
+/// most 15 digits before the point or not an integer (`MAX_DECPT_FOR_F_FORMAT` = 15: `1e-7` is
+/// `0.0000001`, `1e15` is `1e15`, `1e14` is `100000000000000.0`); otherwise in exponent
+/// notation without `+` or leading zeros (`1e300`, `1.5e-16`, `5e-324`). Non-finite values
+/// (which MySQL JSON cannot hold) are `null`.
+pub fn push_mysql_json_double(out: &mut Vec<u8>, d: f64) {
+    if !d.is_finite() {
+        out.extend_from_slice(b"null");
+        return;
+    }
+    // Shortest round-trip digits and exponent: "-1.2345e-7", "0e0".
+    let sci = format!("{d:e}");
+    let (negative, body) = match sci.strip_prefix('-') {
+        Some(rest) => (true, rest),
+        None => (false, sci.as_str()),
+    };
+    let (mantissa, exp) = body.split_once('e').unwrap_or((body, "0"));
+    let exp: i32 = exp.parse().unwrap_or(0);
+    let digits: Vec<u8> = mantissa.bytes().filter(u8::is_ascii_digit).collect();
+    let len = i32::try_from(digits.len()).unwrap_or(i32::MAX);
+    let decpt = exp + 1;
+    let start = out.len();
+    if negative {
+        out.push(b'-');
+    }
+    if decpt >= -14 && (decpt <= 15 || len > decpt) {
+        if decpt <= 0 {
+            out.extend_from_slice(b"0.");
+            out.extend(std::iter::repeat_n(b'0', decpt.unsigned_abs() as usize));
+            out.extend_from_slice(&digits);
+        } else if decpt < len {
+            let (int, frac) = digits.split_at(decpt as usize);
+            out.extend_from_slice(int);
+            out.push(b'.');
+            out.extend_from_slice(frac);
+        } else {
+            out.extend_from_slice(&digits);
+            out.extend(std::iter::repeat_n(b'0', (decpt - len) as usize));
+        }
+    } else {
+        let (first, rest) = digits
+            .split_first()
+            .map_or((b'0', &[][..]), |(f, r)| (*f, r));
+        out.push(first);
+        if !rest.is_empty() {
+            out.push(b'.');
+            out.extend_from_slice(rest);
+        }
+        out.push(b'e');
+        crate::encode::json_value::push_i64(out, i64::from(exp));
+    }
+    if !out[start..].iter().any(|&b| b == b'.' || b == b'e') {
+        out.extend_from_slice(b".0");
+    }
+}
+
+/// MySQL's `base64_encode` (used for opaque JSON values): standard alphabet, padded, with a
+/// newline after every 76 characters of output.
+fn mysql_base64(data: &[u8]) -> String {
+    use base64::Engine as _;
+    let plain = base64::engine::general_purpose::STANDARD.encode(data);
+    let mut out = String::with_capacity(plain.len() + plain.len() / 76);
+    for (i, c) in plain.chars().enumerate() {
+        if i > 0 && i % 76 == 0 {
+            out.push('\n');
+        }
+        out.push(c);
+    }
+    out
 }
 
 /// The header of a binary JSON object or array (`json_binary.cc`): entry count and the key
@@ -1618,13 +1701,10 @@ fn render_opaque(data: &[u8], out: &mut Vec<u8>) -> Result<(), String> {
                 ),
             };
         }
+        // MySQL renders an opaque VAR_STRING as the string itself (`wrapper_to_string`).
+        253 => s.push_str(&String::from_utf8_lossy(v)),
         _ => {
-            use base64::Engine as _;
-            let _ = write!(
-                s,
-                "base64:type{field_type}:{}",
-                base64::engine::general_purpose::STANDARD.encode(v)
-            );
+            let _ = write!(s, "base64:type{field_type}:{}", mysql_base64(v));
         }
     }
     write_json_string(out, &s);
@@ -3080,6 +3160,65 @@ mod tests {
         // self-referencing container offsets are rejected (no infinite recursion)
         let evil = vec![0x02, 1, 0, 7, 0, 0x02, 0, 0];
         assert!(jsonb_to_json(&evil).is_err());
+    }
+
+    #[test]
+    fn jsonb_doubles_read_as_mysql_renders_them() {
+        let render = |d: f64| {
+            let mut out = Vec::new();
+            push_mysql_json_double(&mut out, d);
+            String::from_utf8(out).unwrap()
+        };
+        // What MySQL 9.7 returns for `SELECT` of a JSON array holding these doubles.
+        for (d, server) in [
+            (1.0, "1.0"),
+            (0.1, "0.1"),
+            (1e300, "1e300"),
+            (-0.0, "-0.0"),
+            (0.0, "0.0"),
+            (1e-7, "0.0000001"),
+            (1.2345678901234568e29, "1.2345678901234568e29"),
+            (std::f64::consts::PI, "3.141592653589793"),
+            (2.5, "2.5"),
+            (1e20, "1e20"),
+            (1e21, "1e21"),
+            (1e15, "1e15"),
+            (1e16, "1e16"),
+            (1e14, "100000000000000.0"),
+            (123456789012345.6, "123456789012345.6"),
+            (0.000001, "0.000001"),
+            (1e-15, "0.000000000000001"),
+            (1e-16, "1e-16"),
+            (-1.5e-16, "-1.5e-16"),
+            (5e-324, "5e-324"),
+            (1.7976931348623157e308, "1.7976931348623157e308"),
+            (-2.2250738585072014e-308, "-2.2250738585072014e-308"),
+            (-100.0, "-100.0"),
+        ] {
+            assert_eq!(render(d), server, "{d:e}");
+            assert_eq!(render(d).parse::<f64>().unwrap().to_bits(), d.to_bits());
+        }
+        assert_eq!(render(f64::NAN), "null");
+        let doc = jsonb(&serde_json::json!([1e-7, 1e15, 1.0]));
+        assert_eq!(jsonb_to_json(&doc).unwrap(), "[0.0000001,1e15,1.0]");
+    }
+
+    #[test]
+    fn jsonb_opaque_like_mysql() {
+        // A long opaque value: MySQL's base64 breaks lines after 76 characters.
+        let data = vec![b'a'; 100];
+        let mut doc = vec![0x0f, 15, 100];
+        doc.extend(&data);
+        let text = jsonb_to_json(&doc).unwrap();
+        let want = format!(
+            "\"base64:type15:{}\\n{}\"",
+            "YWFh".repeat(19),
+            "YWFh".repeat(14) + "YQ=="
+        );
+        assert_eq!(text, want);
+        // An opaque VAR_STRING is the string itself.
+        let doc = vec![0x0f, 253, 3, b'a', b'"', b'b'];
+        assert_eq!(jsonb_to_json(&doc).unwrap(), r#""a\"b""#);
     }
 
     // ---- property test ----------------------------------------------------
