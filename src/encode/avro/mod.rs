@@ -358,6 +358,16 @@ pub fn put_decimal_text(
     Ok(())
 }
 
+/// Column `i` of `row` as the envelope writes it (a field of the `before`/`after` record):
+/// for comparing single values, e.g. a snapshot read with the binlog's. The table must be
+/// routed with `format = "avro"`.
+pub fn column_datum(table: &TableCtx, i: usize, row: &[Value]) -> Result<Vec<u8>> {
+    let avro = avro_of(table)?;
+    let mut out = Vec::new();
+    write_column(&mut out, avro, i, row)?;
+    Ok(out)
+}
+
 /// Writes column `i` of `row` (as a field of a record).
 #[inline]
 fn write_column(out: &mut Vec<u8>, avro: &AvroTable, i: usize, row: &[Value]) -> Result<()> {
