@@ -6,6 +6,8 @@
 //! run in parallel without seeing each other's data.
 #![allow(dead_code)]
 
+pub mod matrix;
+
 use std::collections::HashMap;
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
