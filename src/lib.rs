@@ -20,5 +20,6 @@ pub mod position;
 pub mod registry;
 pub mod schema;
 pub mod sink;
+pub mod snapshot;
 pub mod source;
 pub mod value;
