@@ -320,6 +320,16 @@ async fn attempt(
         Ok(Err(e)) => return Err(e),
         Err(_) => return join_sink(handle.thread).await,
     };
+    if let Some(p) = committed.as_ref().and_then(|r| r.snapshot.as_ref()) {
+        if p.then_stop && p.done() {
+            tracing::info!(
+                rows = p.tables.iter().map(|t| t.rows).sum::<u64>(),
+                "the snapshot (start = \"snapshot_only\") is complete; nothing left to do"
+            );
+            drop(tx);
+            return join_sink(handle.thread).await;
+        }
+    }
     let source_result = async {
         let connect = server::ConnectOptions::from_config(&cfg.source);
         let mut conn = server::connect(&connect).await?;
@@ -332,6 +342,13 @@ async fn attempt(
         let mut resume = match (&committed, start) {
             // A new pipeline at "now": the included tables' definitions at that position.
             (None, StartSpec::Latest) => seed::latest_with_defs(&mut conn, &info, router).await?,
+            // The same, and a snapshot of the tables read while streaming from there.
+            (None, StartSpec::Initial | StartSpec::SnapshotOnly) => {
+                let mut r = seed::latest_with_defs(&mut conn, &info, router).await?;
+                let then_stop = matches!(start, StartSpec::SnapshotOnly);
+                r.snapshot = Some(seed::plan_snapshot(&mut conn, router, then_stop).await?);
+                r
+            }
             _ => {
                 stream::resolve_start(
                     &mut conn,
@@ -344,6 +361,7 @@ async fn attempt(
         };
         if let Some(r) = &committed {
             resume.tracker.xa_prepared = r.xa_prepared.clone();
+            resume.snapshot = r.snapshot.clone();
         }
         // The schema history committed with the offset: the shapes at that position.
         if committed.is_some() {
@@ -368,6 +386,7 @@ async fn attempt(
             server_id: cfg.source.server_id,
             heartbeat: cfg.source.heartbeat(),
             router: router.clone(),
+            snapshot: cfg.snapshot.clone(),
         };
         // The stream runs on its own replication connection.
         drop(conn);

@@ -132,6 +132,41 @@ pub enum Change {
     Progress(Checkpoint),
 }
 
+/// The key columns of a table's records: the route's `key_columns` when given, else the
+/// primary key. A named column the table lacks is a definite error.
+pub fn route_key_idx(
+    schema: &crate::schema::TableSchema,
+    target: &crate::config::route::RouteTarget,
+) -> crate::error::Result<Vec<usize>> {
+    if target.key_columns.is_empty() {
+        return Ok(schema.primary_key.clone());
+    }
+    target
+        .key_columns
+        .iter()
+        .map(|name| {
+            schema
+                .columns
+                .iter()
+                .position(|c| &c.name == name)
+                .ok_or_else(|| {
+                    crate::error::Error::definite(format!(
+                        "route for {}.{} names key column `{name}` which the table does not \
+                         have (columns: {}); fix `key_columns`",
+                        schema.db,
+                        schema.table,
+                        schema
+                            .columns
+                            .iter()
+                            .map(|c| c.name.as_str())
+                            .collect::<Vec<_>>()
+                            .join(", ")
+                    ))
+                })
+        })
+        .collect()
+}
+
 /// Everything a restart needs, taken at a source transaction boundary.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Checkpoint {
@@ -143,6 +178,8 @@ pub struct Checkpoint {
     /// xid (`x'<gtrid hex>',x'<bqual hex>',<format id>`) → `file:pos` where the prepared
     /// group starts. Its rows are read again from there when `XA COMMIT` arrives.
     pub xa_prepared: BTreeMap<String, String>,
+    /// Progress of a snapshot, if one runs (or ran): it commits with the offset.
+    pub snapshot: Option<Arc<crate::snapshot::progress::SnapshotProgress>>,
 }
 
 /// What the sink writes for one DDL statement on an included table.

@@ -24,7 +24,7 @@ use mysql_common::binlog::BinlogCtx;
 use mysql_common::io::ParseBuf;
 use mysql_common::proto::MySerialize;
 use sluice::schema::ddl::{parse_ddl, parse_ddl_with, DdlChange, DdlParse, SqlMode};
-use sluice::schema::information_schema::{list_base_tables, load_table_defs};
+use sluice::schema::information_schema::{list_base_tables, load_table_defs, load_table_schema};
 use sluice::schema::tracked::{TableDef, TableName};
 use sluice::schema::{charset_kind, ColumnKind, ServerFlavor, TableSchema};
 use support::*;
@@ -267,6 +267,15 @@ async fn loaded_parsed_and_logged_definitions_agree(f: Flavor) {
         let checked = TableSchema::from_table_map_with_def(tme, sf, def)
             .unwrap_or_else(|e| panic!("[{}] {e}", f.name));
         assert_eq!(checked, logged, "[{}] {}", f.name, def.table);
+        // Snapshots take the shape from information_schema alone: it must be the table map's.
+        let loaded_schema = load_table_schema(&mut c, &db, &def.table, sf)
+            .await
+            .unwrap_or_else(|e| panic!("[{}] {e}", f.name));
+        assert_eq!(
+            loaded_schema, logged,
+            "[{}] {}: information_schema and the table map give the same schema",
+            f.name, def.table
+        );
         let bare = without_optional_metadata(tme);
         assert!(TableSchema::from_table_map_with_flavor(&bare, sf).is_err());
         let tracked = TableSchema::from_table_map_with_def(&bare, sf, def)

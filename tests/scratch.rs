@@ -136,11 +136,12 @@ async fn mysql_minimal_metadata_is_decoded_with_tracked_definitions() {
 }
 
 /// A server logging table maps without column names (`mode`: MINIMAL, or MariaDB's NO_LOG
-/// without signedness and charsets either; MySQL knows only MINIMAL and FULL). A new pipeline at `start = "latest"` reads the definitions from
-/// information_schema; DDL keeps them current; a restart takes them from the schema history
-/// committed with the offset — rows written before a DDL that ran while sluice was down are
-/// decoded with the old shape, rows after it with the new one. A DDL that bypasses the binlog
-/// stops the pipeline before anything of the disagreeing table map is written.
+/// without signedness and charsets either; MySQL knows only MINIMAL and FULL). A new pipeline
+/// at `start = "latest"` reads the definitions from information_schema; DDL keeps them
+/// current; a restart takes them from the schema history committed with the offset: rows
+/// written before a DDL that ran while sluice was down are decoded with the old shape, rows
+/// after it with the new one. A DDL that bypasses the binlog stops the pipeline before
+/// anything of the disagreeing table map is written.
 async fn without_full_metadata(scratch: Flavor, mode: &'static str) {
     let p = Pipeline::new(scratch, &format!("meta_{}", mode.to_lowercase()), "");
     let db = p.db.clone();

@@ -3,7 +3,7 @@
 //! same value written in the file (and is checked the same way).
 //!
 //! - `SLUICE_<SECTION>_<FIELD>` (upper case) for every scalar field of the top level,
-//!   `[source]`, `[kafka]`, `[commit]` and `[schema_registry]`, listed in one table
+//!   `[source]`, `[kafka]`, `[commit]`, `[snapshot]` and `[schema_registry]`, listed in one table
 //!   (`FIELDS`, see [`known_env_vars`]); the value is
 //!   parsed as an integer, boolean, string or comma-separated list according to the
 //!   field. E.g. `SLUICE_NAME`, `SLUICE_SOURCE_URL`, `SLUICE_SOURCE_SERVER_ID`,
@@ -123,6 +123,10 @@ pub(super) const FIELDS: &[Field] = &[
     field(&["commit", "max_ms"], Kind::Int),
     field(&["commit", "max_events"], Kind::Int),
     field(&["commit", "idle_offset_ms"], Kind::Int),
+    field(&["snapshot", "chunk_size"], Kind::Int),
+    field(&["snapshot", "parallelism"], Kind::Int),
+    field(&["snapshot", "on_purged"], Kind::Str),
+    field(&["snapshot", "max_window_changes"], Kind::Int),
     field(&["schema_registry", "url"], Kind::Str),
     field(&["schema_registry", "username"], Kind::Str),
     Field {

@@ -296,6 +296,63 @@ pub struct Config {
     /// is required when a route has `format = "avro"`).
     #[serde(default)]
     pub schema_registry: SchemaRegistryConfig,
+    /// How tables are snapshotted (`[snapshot]`). Default: all defaults.
+    #[serde(default)]
+    pub snapshot: SnapshotConfig,
+}
+
+/// `[snapshot]`: reading the rows tables already hold (`source.start = "initial"` or
+/// `"snapshot_only"`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SnapshotConfig {
+    /// Rows per chunk, at least 1: each chunk is one key-range `SELECT` and one Kafka
+    /// transaction; memory holds about `parallelism` chunks. Default: 8192.
+    #[serde(default = "default_chunk_size")]
+    pub chunk_size: usize,
+    /// Chunk readers (separate connections), 1..=64. Default: 1.
+    #[serde(default = "default_parallelism")]
+    pub parallelism: usize,
+    /// What to do when the committed position is no longer on the server: `"fail"` (stop
+    /// with a message) or `"resnapshot"`. Default: `"fail"`.
+    #[serde(default)]
+    pub on_purged: OnPurged,
+    /// At most this many row changes of a table are remembered while one of its chunks is
+    /// read; a busier table has the chunk read again. Default: 100000.
+    #[serde(default = "default_max_window_changes")]
+    pub max_window_changes: usize,
+}
+
+impl Default for SnapshotConfig {
+    fn default() -> Self {
+        SnapshotConfig {
+            chunk_size: default_chunk_size(),
+            parallelism: default_parallelism(),
+            on_purged: OnPurged::default(),
+            max_window_changes: default_max_window_changes(),
+        }
+    }
+}
+
+fn default_chunk_size() -> usize {
+    8192
+}
+fn default_parallelism() -> usize {
+    1
+}
+fn default_max_window_changes() -> usize {
+    100_000
+}
+
+/// `snapshot.on_purged`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum OnPurged {
+    /// Stop with a message naming the purged position and the fixes.
+    #[default]
+    Fail,
+    /// Take a new snapshot of the included tables and stream from there.
+    Resnapshot,
 }
 
 /// `[source]`: the MySQL/MariaDB server sluice replicates from.
@@ -322,8 +379,10 @@ pub struct SourceConfig {
     #[serde(default)]
     pub include_system_schemas: bool,
     /// Where to start when the pipeline has no stored position (ignored once it has one):
+    /// `"initial"` (snapshot the included tables, streaming from the snapshot's start
+    /// meanwhile), `"snapshot_only"` (snapshot, then stop), or stream without a snapshot from
     /// `"earliest"`, `"latest"`, `"gtid:<gtid set>"` or `"file:<binlog file>:<position>"`.
-    /// Default: `"earliest"`.
+    /// Default: `"initial"`.
     #[serde(default = "default_start")]
     pub start: String,
     /// Heartbeat period requested from the server, in milliseconds, so that a dead
@@ -641,7 +700,7 @@ fn non_empty(p: &Path) -> Option<&Path> {
 }
 
 fn default_start() -> String {
-    "earliest".to_string()
+    "initial".to_string()
 }
 fn default_heartbeat_ms() -> u64 {
     5000
@@ -846,6 +905,7 @@ impl Config {
         self.validate_source(&mut problems);
         self.validate_kafka(&mut problems);
         self.validate_commit(&mut problems);
+        self.validate_snapshot(&mut problems);
         self.validate_routes(&mut problems);
         schema_registry::validate(self, &mut problems);
         // Compiles every regex and topic template (pushes their problems). When the name
@@ -891,8 +951,9 @@ impl Config {
             problems.push(Problem::new(
                 "source.start",
                 "an empty string",
-                "\"earliest\", \"latest\", \"gtid:<gtid set>\" or \"file:<binlog file>:<position>\"",
-                "set source.start, e.g. start = \"earliest\"",
+                "\"initial\", \"snapshot_only\", \"earliest\", \"latest\", \"gtid:<gtid set>\" or \
+                 \"file:<binlog file>:<position>\"",
+                "set source.start, e.g. start = \"initial\"",
             ));
         }
         if !(1..=MAX_HEARTBEAT_MS).contains(&s.heartbeat_ms) {
@@ -1136,6 +1197,41 @@ impl Config {
                     reserved.fix,
                 ));
             }
+        }
+    }
+
+    fn validate_snapshot(&self, problems: &mut Vec<Problem>) {
+        let s = &self.snapshot;
+        if s.chunk_size == 0 {
+            problems.push(Problem::new(
+                "snapshot.chunk_size",
+                "0",
+                "at least 1",
+                format!(
+                    "set snapshot.chunk_size to 1 or more, e.g. {}",
+                    default_chunk_size()
+                ),
+            ));
+        }
+        if !(1..=64).contains(&s.parallelism) {
+            problems.push(Problem::new(
+                "snapshot.parallelism",
+                s.parallelism.to_string(),
+                "1 to 64",
+                "set snapshot.parallelism to the number of chunk readers, e.g. the source's \
+                 spare cores",
+            ));
+        }
+        if s.max_window_changes == 0 {
+            problems.push(Problem::new(
+                "snapshot.max_window_changes",
+                "0",
+                "at least 1",
+                format!(
+                    "set snapshot.max_window_changes to 1 or more, e.g. {}",
+                    default_max_window_changes()
+                ),
+            ));
         }
     }
 

@@ -97,11 +97,16 @@ pub fn encode_change<W: EnvelopeWriter>(
 ) -> Result<(), W::Error> {
     let ts_ms = crate::sink::offsets::now_ms();
     match kind {
-        RowsKind::Insert => {
+        RowsKind::Insert | RowsKind::Read => {
             let after = row.after.as_deref();
+            let op = if kind == RowsKind::Read {
+                Op::Read
+            } else {
+                Op::Create
+            };
             out.push(Record {
                 key: w.key(table, after)?,
-                value: Some(w.envelope(table, meta, Op::Create, None, after, rp, ts_ms)?),
+                value: Some(w.envelope(table, meta, op, None, after, rp, ts_ms)?),
             });
         }
         RowsKind::Delete => {

@@ -19,6 +19,7 @@ use mysql_async::Row;
 
 use super::ddl::parse_column_type;
 use super::tracked::{normalize_charset, Generated, TableDef};
+use super::{ServerFlavor, TableSchema, BINARY_CHARSET};
 use crate::error::{mysql_error, Error, Result};
 
 /// How many table names one query asks for.
@@ -171,6 +172,55 @@ async fn load_chunk(
         }
     }
     Ok(())
+}
+
+/// Today's [`TableSchema`] of one table from information_schema, equal to what the table map
+/// of one of its rows gives with full metadata (see [`TableSchema::from_def`]).
+pub async fn load_table_schema(
+    conn: &mut mysql_async::Conn,
+    db: &str,
+    table: &str,
+    flavor: ServerFlavor,
+) -> Result<TableSchema> {
+    let defs = load_table_defs(conn, &[(db.to_owned(), table.to_owned())]).await?;
+    let def = defs.into_iter().next().ok_or_else(|| {
+        Error::transient(format!(
+            "table `{db}`.`{table}` is not in information_schema"
+        ))
+    })?;
+    let rows: Vec<Row> = conn
+        .exec(
+            "SELECT c.ORDINAL_POSITION, l.ID, c.CHARACTER_OCTET_LENGTH \
+             FROM information_schema.COLUMNS c \
+             LEFT JOIN information_schema.COLLATIONS l ON l.COLLATION_NAME = c.COLLATION_NAME \
+             WHERE c.TABLE_SCHEMA = ? AND c.TABLE_NAME = ? ORDER BY c.ORDINAL_POSITION",
+            (db, table),
+        )
+        .await
+        .map_err(|e| {
+            mysql_error(
+                format!("reading the column storage of `{db}`.`{table}`"),
+                &e,
+            )
+        })?;
+    let storage: Vec<(u16, u64)> = rows
+        .iter()
+        .map(|r| {
+            let id = r
+                .get_opt::<Option<u64>, _>(1)
+                .and_then(|v| v.ok())
+                .flatten()
+                .and_then(|v| u16::try_from(v).ok())
+                .unwrap_or(BINARY_CHARSET);
+            let octets = r
+                .get_opt::<Option<u64>, _>(2)
+                .and_then(|v| v.ok())
+                .flatten()
+                .unwrap_or(0);
+            (id, octets)
+        })
+        .collect();
+    TableSchema::from_def(&def, &storage, flavor).map_err(|e| Error::definite(e.to_string()))
 }
 
 /// A text column of an information_schema row (`None` for NULL).

@@ -631,6 +631,7 @@ impl Sink {
         let ts_ms = cp.ts_ms;
         let mut rec = OffsetRecord::new(&self.s.name, cp.position, ts_ms);
         rec.xa_prepared = cp.xa_prepared;
+        rec.snapshot = cp.snapshot.as_deref().cloned();
         let bytes = rec.to_bytes();
         if self.exactly_once() {
             self.producer.send(

@@ -45,6 +45,9 @@ pub struct OffsetRecord {
     /// prepared group), so their rows can be read again at `XA COMMIT` after a restart.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub xa_prepared: BTreeMap<String, String>,
+    /// Progress of the snapshot, committed with the rows of each chunk.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub snapshot: Option<crate::snapshot::progress::SnapshotProgress>,
 }
 
 fn default_writer() -> String {
@@ -62,6 +65,7 @@ impl OffsetRecord {
             committed_at_ms: now_ms(),
             written_by: default_writer(),
             xa_prepared: BTreeMap::new(),
+            snapshot: None,
         }
     }
 
@@ -330,6 +334,16 @@ mod tests {
                 Ok(())
             }
             (S::Enum(e), J::String(s)) if e.symbols.contains(s) => Ok(()),
+            (S::Boolean, J::Bool(_)) => Ok(()),
+            (S::Double, J::Number(_)) => Ok(()),
+            // u_int: a JSON number of any size that fits a u64.
+            (S::String, J::Number(n)) if path.ends_with(".u_int") && n.is_u64() => Ok(()),
+            (S::Array(a), J::Array(items)) => {
+                for (i, x) in items.iter().enumerate() {
+                    conforms(&a.items, x, &format!("{path}[{i}]"))?;
+                }
+                Ok(())
+            }
             (S::Map(m), J::Object(o)) => {
                 for (k, x) in o {
                     conforms(&m.types, x, &format!("{path}[{k}]"))?;
@@ -372,6 +386,26 @@ mod tests {
                 rec.xa_prepared
                     .insert("x'01',x'',1".into(), "mysql-bin.000003:4".into());
                 rec.written_by = "operator".into();
+            }
+            if i == 2 {
+                use crate::snapshot::progress::{KeyValue, SnapshotProgress, TableProgress};
+                let mut t = TableProgress::new("shop", "orders", 1000);
+                t.key = vec!["id".into(), "k".into(), "d".into(), "t".into()];
+                t.after = Some(vec![
+                    KeyValue::Int(-4),
+                    KeyValue::UInt(u64::MAX),
+                    KeyValue::Double(0.5),
+                    KeyValue::Hex("00ff".into()),
+                    KeyValue::Date(2024, 5, 1, 0, 0, 0, 0),
+                    KeyValue::Time(true, 1, 2, 3, 4, 5),
+                ]);
+                t.rows = 8192;
+                t.chunks = 1;
+                rec.snapshot = Some(SnapshotProgress {
+                    started_ms: 1,
+                    then_stop: true,
+                    tables: vec![t, TableProgress::new("shop", "items", 0)],
+                });
             }
             let doc: serde_json::Value = serde_json::from_slice(&rec.to_bytes()).unwrap();
             conforms(&schema, &doc, "offset").unwrap_or_else(|e| panic!("{doc}: {e}"));

@@ -1,5 +1,11 @@
 //! Snapshots: the rows a table already holds, read with plain `SELECT`s and emitted as
-//! `op = "r"` records through the same encoders as binlog rows.
+//! `op = "r"` records through the same encoders as binlog rows, while the binlog streams.
+//!
+//! No lock is taken and sluice writes nothing to the source: each chunk is placed in the
+//! binlog by read-only watermarks ([`window`]), read by [`reader`] in key order ([`chunk`]) and
+//! emitted by [`coordinator`] inside the stream; its progress ([`progress`]) commits with the
+//! chunk's rows, so a crash resumes after the last committed chunk. The algorithm and why it
+//! is correct: `docs/snapshots.md`.
 //!
 //! The one rule of this module: **a value does not depend on how it was read**. For every
 //! column type, [`values`] turns what a `SELECT` returns into exactly the [`crate::value::Value`]
@@ -17,6 +23,11 @@
 //! `tests/snapshot_values.rs` checks this against both servers: every family of the type
 //! matrix, read from the binlog and with a `SELECT`, encoded with both encoders, byte for byte.
 
+pub mod chunk;
+pub mod coordinator;
+pub mod progress;
+pub mod reader;
 pub mod values;
+pub mod window;
 
 pub use values::{compact_json, decode_row, quote_ident, select_expr, select_list, SESSION_SETUP};

@@ -102,13 +102,14 @@ pub fn select_list(schema: &TableSchema) -> String {
 
 /// Converts one row of `SELECT {select_list(schema)} FROM …`, read with the binary protocol (a
 /// prepared statement: `conn.exec`), into one [`Value`] per column, exactly as the binlog row
-/// decoder yields them for the same stored row.
+/// decoder yields them for the same stored row. Columns after the select list (a chunk reader
+/// appends the raw key columns) are left alone.
 ///
-/// A result of another shape than the column's type gives (another column count, a value of
+/// A result of another shape than the column's type gives (fewer columns, a value of
 /// another kind, a value out of the column type's range) is a definite error naming the table,
 /// the column, what was found and what was expected.
 pub fn decode_row(schema: &TableSchema, mut row: mysql_async::Row) -> Result<Vec<Value>> {
-    if row.len() != schema.columns.len() {
+    if row.len() < schema.columns.len() {
         return Err(Error::definite(format!(
             "snapshot of `{}`.`{}`: a result row has {} values for the table's {} columns (it \
              must be read with the snapshot's select list)",

@@ -90,7 +90,11 @@ pub fn check_row_metadata(
         );
     }
     match start {
-        Some(crate::position::StartSpec::Latest) => CheckItem::ok(
+        Some(
+            crate::position::StartSpec::Latest
+            | crate::position::StartSpec::Initial
+            | crate::position::StartSpec::SnapshotOnly,
+        ) => CheckItem::ok(
             NAME,
             format!("{detail}, read from information_schema at the start position"),
         ),

@@ -68,6 +68,8 @@ pub enum RowsKind {
     Update,
     /// DELETE_ROWS: before images only.
     Delete,
+    /// A row read by a snapshot (`op = "r"`): after images only; never from the binlog.
+    Read,
 }
 
 /// One decoded row change.
@@ -327,10 +329,10 @@ pub fn parse_rows_event(
     };
     let columns_before = match kind {
         RowsKind::Update | RowsKind::Delete => Some(bitmap("before-image")?),
-        RowsKind::Insert => None,
+        RowsKind::Insert | RowsKind::Read => None,
     };
     let columns_after = match kind {
-        RowsKind::Update | RowsKind::Insert => Some(bitmap("after-image")?),
+        RowsKind::Update | RowsKind::Insert | RowsKind::Read => Some(bitmap("after-image")?),
         RowsKind::Delete => None,
     };
     let rest = r.rest();

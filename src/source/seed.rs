@@ -18,6 +18,7 @@ use crate::config::route::Router;
 use crate::error::{mysql_error, Error, Result};
 use crate::position::{FilePos, StartSpec};
 use crate::schema::information_schema::load_table_defs;
+use crate::snapshot::progress::{SnapshotProgress, TableProgress};
 use crate::source::events::{classify_query, QueryKind};
 use crate::source::server::{self, ServerInfo};
 use crate::source::stream::{resolve_start, ResumePoint};
@@ -90,7 +91,7 @@ pub async fn latest_with_defs(
 
 /// `(db, table)` of every base table that `source.include`/`exclude` capture and a route
 /// matches, sorted.
-async fn included_tables(conn: &mut Conn, router: &Router) -> Result<Vec<(String, String)>> {
+pub async fn included_tables(conn: &mut Conn, router: &Router) -> Result<Vec<(String, String)>> {
     let rows: Vec<(String, String)> = conn
         .query(
             "SELECT TABLE_SCHEMA, TABLE_NAME FROM information_schema.TABLES \
@@ -167,6 +168,31 @@ fn scan_for_ddl(
     } else {
         Ok(())
     }
+}
+
+/// The snapshot of a new pipeline: every included and routed table, with the server's row
+/// estimates. `then_stop`: `start = "snapshot_only"`.
+pub async fn plan_snapshot(
+    conn: &mut Conn,
+    router: &Router,
+    then_stop: bool,
+) -> Result<SnapshotProgress> {
+    let mut tables = Vec::new();
+    for (db, table) in included_tables(conn, router).await? {
+        let estimate = crate::snapshot::reader::estimate_rows(conn, &db, &table).await?;
+        tables.push(TableProgress::new(&db, &table, estimate));
+    }
+    tracing::info!(
+        tables = tables.len(),
+        estimated_rows = tables.iter().map(|t| t.estimate).sum::<u64>(),
+        then_stop,
+        "snapshot planned"
+    );
+    Ok(SnapshotProgress {
+        started_ms: crate::sink::offsets::now_ms(),
+        then_stop,
+        tables,
+    })
 }
 
 #[cfg(test)]

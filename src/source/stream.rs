@@ -32,6 +32,7 @@ use crate::schema::tracked::{
     AlterOp, ChangeKind, ChangeSource, SchemaChangeRecord, TableDef, TableName,
 };
 use crate::schema::{SchemaError, ServerFlavor, TableSchema};
+use crate::snapshot::coordinator::Snapshotter;
 use crate::source::events::{self, types, QueryKind, XaStatement};
 use crate::source::payload::PayloadReader;
 use crate::source::replication::{self, Replication};
@@ -49,6 +50,8 @@ pub struct SourceSettings {
     pub heartbeat: Duration,
     /// Table filter and routes.
     pub router: Arc<Router>,
+    /// How snapshots read.
+    pub snapshot: crate::config::SnapshotConfig,
 }
 
 /// Source transactions that ended in ROLLBACK after some of their rows were already written
@@ -89,6 +92,7 @@ impl Tracker {
             position: self.position(),
             ts_ms,
             xa_prepared: self.xa_prepared.clone(),
+            snapshot: None,
         }
     }
 
@@ -128,6 +132,8 @@ pub struct ResumePoint {
     /// `defs` are not in the schema history yet (read at the start of a new pipeline): the
     /// stream writes them first, so they commit with the start position.
     pub defs_unwritten: bool,
+    /// A snapshot to run (or go on with) while streaming.
+    pub snapshot: Option<crate::snapshot::progress::SnapshotProgress>,
 }
 
 /// Resolves where to start: the committed position if there is one, else `start`.
@@ -151,6 +157,7 @@ pub async fn resolve_start(
                 tracker: tracker(&fp.file, fp.pos),
                 defs: Vec::new(),
                 defs_unwritten: false,
+                snapshot: None,
             }),
             (SourcePosition::MysqlGtid { gtid_set, file_pos }, Flavor::MySql) => {
                 let mut t = tracker("", 4);
@@ -163,6 +170,7 @@ pub async fn resolve_start(
                     tracker: t,
                     defs: Vec::new(),
                     defs_unwritten: false,
+                    snapshot: None,
                 })
             }
             (
@@ -190,6 +198,7 @@ pub async fn resolve_start(
                     tracker: t,
                     defs: Vec::new(),
                     defs_unwritten: false,
+                    snapshot: None,
                 })
             }
             (p, f) => Err(Error::definite(format!(
@@ -206,6 +215,7 @@ pub async fn resolve_start(
             tracker: tracker(&fp.file, fp.pos),
             defs: Vec::new(),
             defs_unwritten: false,
+            snapshot: None,
         }),
         StartSpec::MysqlGtid(set) => {
             if info.flavor != Flavor::MySql || !info.gtid_mode {
@@ -226,6 +236,7 @@ pub async fn resolve_start(
                 tracker: t,
                 defs: Vec::new(),
                 defs_unwritten: false,
+                snapshot: None,
             })
         }
         StartSpec::MariadbGtid(list) => {
@@ -242,15 +253,10 @@ pub async fn resolve_start(
                 tracker: t,
                 defs: Vec::new(),
                 defs_unwritten: false,
+                snapshot: None,
             })
         }
-        StartSpec::Earliest | StartSpec::Initial | StartSpec::SnapshotOnly => {
-            if matches!(start, StartSpec::SnapshotOnly) {
-                return Err(Error::definite(
-                    "`source.start = \"snapshot_only\"` is not available yet: use earliest, \
-                     latest, gtid:<set> or file:<name>:<pos>",
-                ));
-            }
+        StartSpec::Earliest => {
             if info.flavor == Flavor::MySql && info.gtid_mode {
                 let purged = server::mysql_gtid_var(conn, "gtid_purged").await?;
                 let mut t = tracker("", 4);
@@ -260,6 +266,7 @@ pub async fn resolve_start(
                     tracker: t,
                     defs: Vec::new(),
                     defs_unwritten: false,
+                    snapshot: None,
                 });
             }
             let logs = server::binary_logs(conn).await?;
@@ -274,9 +281,11 @@ pub async fn resolve_start(
                 tracker: tracker(first, 4),
                 defs: Vec::new(),
                 defs_unwritten: false,
+                snapshot: None,
             })
         }
-        StartSpec::Latest => {
+        // A snapshot streams from "now" too (the pipeline plans it: see `seed`).
+        StartSpec::Latest | StartSpec::Initial | StartSpec::SnapshotOnly => {
             let fp = server::current_file_pos(conn, info).await?;
             let mut t = tracker(&fp.file, fp.pos);
             match info.flavor {
@@ -288,6 +297,7 @@ pub async fn resolve_start(
                         tracker: t,
                         defs: Vec::new(),
                         defs_unwritten: false,
+                        snapshot: None,
                     })
                 }
                 Flavor::MariaDb => {
@@ -298,6 +308,7 @@ pub async fn resolve_start(
                         tracker: t,
                         defs: Vec::new(),
                         defs_unwritten: false,
+                        snapshot: None,
                     })
                 }
                 Flavor::MySql => Ok(ResumePoint {
@@ -305,6 +316,7 @@ pub async fn resolve_start(
                     tracker: t,
                     defs: Vec::new(),
                     defs_unwritten: false,
+                    snapshot: None,
                 }),
             }
         }
@@ -462,6 +474,11 @@ impl Assembler {
             t.xa = false;
         }
         self.commit(ts, out);
+    }
+
+    /// Whether the stream is between source transactions.
+    pub fn at_boundary(&self) -> bool {
+        self.txn.is_none()
     }
 
     /// The tracker (current position state).
@@ -923,31 +940,7 @@ impl Assembler {
             Some(target) => {
                 let (schema, unwritten) = self.table_schema(&tme, &db, &table, start_pos)?;
                 history = unwritten;
-                let key_idx = if target.key_columns.is_empty() {
-                    schema.primary_key.clone()
-                } else {
-                    let mut idx = Vec::new();
-                    for name in &target.key_columns {
-                        let i = schema
-                            .columns
-                            .iter()
-                            .position(|c| &c.name == name)
-                            .ok_or_else(|| {
-                                Error::definite(format!(
-                                    "route for {db}.{table} names key column `{name}` which the \
-                                     table does not have (columns: {}); fix `key_columns`",
-                                    schema
-                                        .columns
-                                        .iter()
-                                        .map(|c| c.name.as_str())
-                                        .collect::<Vec<_>>()
-                                        .join(", ")
-                                ))
-                            })?;
-                        idx.push(i);
-                    }
-                    idx
-                };
+                let key_idx = crate::pipeline::route_key_idx(&schema, &target)?;
                 let schema = Arc::new(schema);
                 let decoder = RowDecoder::new(schema.clone(), &tme).map_err(|e| {
                     Error::definite(format!("{e} (table {db}.{table}, {})", self.at(start_pos)))
@@ -1613,6 +1606,19 @@ pub async fn run(
         skip,
     );
     asm.set_defs(resume.defs.iter().cloned());
+    let mut snap = match resume.snapshot.clone() {
+        Some(p) => Some(
+            Snapshotter::start(
+                p,
+                &settings.connect,
+                info,
+                &settings.snapshot,
+                settings.router.clone(),
+            )
+            .await?,
+        ),
+        None => None,
+    };
     if resume.defs_unwritten && !resume.defs.is_empty() {
         // The definitions read at the start go into the schema history with the start position,
         // before anything is read from the binlog.
@@ -1635,7 +1641,10 @@ pub async fn run(
             }),
             Change::Progress(asm.tracker().checkpoint(crate::sink::offsets::now_ms())),
         ];
-        for change in seed {
+        for mut change in seed {
+            if let Some(s) = snap.as_mut() {
+                s.observe(&mut change);
+            }
             if tx.send(change).await.is_err() {
                 return Ok(());
             }
@@ -1643,11 +1652,31 @@ pub async fn run(
     }
     let silence = settings.heartbeat * 3 + Duration::from_secs(5);
     let mut out = Vec::with_capacity(8);
+    if snap.is_some() && snapshot_step(&mut snap, &asm, &tx, &mut shutdown).await? == Flow::Stop {
+        return Ok(());
+    }
     loop {
         let next = tokio::select! {
             biased;
             _ = shutdown.changed() => return Ok(()),
-            n = tokio::time::timeout(silence, stream.next_event()) => n,
+            r = next_snapshot_result(&mut snap) => Next::Snapshot(Box::new(r)),
+            n = tokio::time::timeout(silence, stream.next_event()) => Next::Event(n),
+        };
+        let next = match next {
+            Next::Snapshot(r) => {
+                if let Some(s) = snap.as_mut() {
+                    match *r {
+                        Some(Ok(outcome)) => s.on_result(outcome)?,
+                        Some(Err(e)) => return Err(e.context("reading a snapshot chunk")),
+                        None => return Err(Error::transient("the snapshot reader stopped")),
+                    }
+                }
+                if snapshot_step(&mut snap, &asm, &tx, &mut shutdown).await? == Flow::Stop {
+                    return Ok(());
+                }
+                continue;
+            }
+            Next::Event(n) => n,
         };
         let ev = match next {
             Err(_) => {
@@ -1687,7 +1716,18 @@ pub async fn run(
             while let Some(inner) = rd.next_event()? {
                 asm.on_inner_event(&inner, &mut out)?;
                 let ts = inner.header().timestamp();
-                if !forward(settings, info, &mut asm, ts, &mut out, &tx, &mut shutdown).await? {
+                if !forward(
+                    settings,
+                    info,
+                    &mut asm,
+                    ts,
+                    &mut out,
+                    &tx,
+                    &mut shutdown,
+                    &mut snap,
+                )
+                .await?
+                {
                     return Ok(());
                 }
             }
@@ -1695,14 +1735,86 @@ pub async fn run(
             asm.on_event(&ev, &mut out)?;
         }
         let ts = ev.header().timestamp();
-        if !forward(settings, info, &mut asm, ts, &mut out, &tx, &mut shutdown).await? {
+        if !forward(
+            settings,
+            info,
+            &mut asm,
+            ts,
+            &mut out,
+            &tx,
+            &mut shutdown,
+            &mut snap,
+        )
+        .await?
+        {
+            return Ok(());
+        }
+        if snap.is_some() && snapshot_step(&mut snap, &asm, &tx, &mut shutdown).await? == Flow::Stop
+        {
             return Ok(());
         }
     }
 }
 
+/// What the stream loop waits for.
+enum Next<E> {
+    Snapshot(Box<Option<Result<crate::snapshot::reader::ReadOutcome>>>),
+    Event(E),
+}
+
+/// Whether the stream goes on.
+#[derive(Debug, PartialEq, Eq)]
+enum Flow {
+    Go,
+    Stop,
+}
+
+/// The next chunk-reader result, or never when no snapshot runs.
+async fn next_snapshot_result(
+    snap: &mut Option<Snapshotter>,
+) -> Option<Result<crate::snapshot::reader::ReadOutcome>> {
+    match snap.as_mut() {
+        Some(s) if !s.finished() => s.next_result().await,
+        _ => std::future::pending().await,
+    }
+}
+
+/// At a transaction boundary, emits the snapshot chunk that is ready and asks for the next
+/// one. A finished snapshot ends here (and so does the pipeline when it was to stop then).
+async fn snapshot_step(
+    snap: &mut Option<Snapshotter>,
+    asm: &Assembler,
+    tx: &mpsc::Sender<Change>,
+    shutdown: &mut watch::Receiver<bool>,
+) -> Result<Flow> {
+    let Some(s) = snap.as_mut() else {
+        return Ok(Flow::Go);
+    };
+    if s.finished() || !asm.at_boundary() {
+        return Ok(Flow::Go);
+    }
+    if let Some(changes) = s.try_emit(asm.tracker())? {
+        for change in changes {
+            tokio::select! {
+                biased;
+                _ = shutdown.changed() => return Ok(Flow::Stop),
+                r = tx.send(change) => if r.is_err() { return Ok(Flow::Stop) },
+            }
+        }
+    }
+    if s.finished() {
+        let stop = s.then_stop();
+        tracing::info!(stop, "snapshot finished");
+        s.retire();
+        return Ok(if stop { Flow::Stop } else { Flow::Go });
+    }
+    s.request_next(asm.tracker().mysql.as_ref()).await?;
+    Ok(Flow::Go)
+}
+
 /// Sends the changes of one event to the sink (after reading a committed XA group again when
 /// the event asks for it). Returns false when the pipeline is stopping.
+#[allow(clippy::too_many_arguments)] // the stream loop's state, passed through as it is
 async fn forward(
     settings: &SourceSettings,
     info: &ServerInfo,
@@ -1711,21 +1823,28 @@ async fn forward(
     out: &mut Vec<Change>,
     tx: &mpsc::Sender<Change>,
     shutdown: &mut watch::Receiver<bool>,
+    snap: &mut Option<Snapshotter>,
 ) -> Result<bool> {
     if let Some(replay) = asm.take_replay() {
-        for change in out.drain(..) {
+        for mut change in out.drain(..) {
+            if let Some(s) = snap.as_mut() {
+                s.observe(&mut change);
+            }
             if tx.send(change).await.is_err() {
                 return Ok(false);
             }
         }
         let defs: Vec<TableDef> = asm.defs().cloned().collect();
-        let sent_begin = replay_xa(settings, info, &replay, defs, tx).await?;
+        let sent_begin = replay_xa(settings, info, &replay, defs, tx, snap).await?;
         asm.finish_replay(sent_begin, ts, out);
     }
     if out.is_empty() {
         asm.maybe_progress(out, false);
     }
-    for change in out.drain(..) {
+    for mut change in out.drain(..) {
+        if let Some(s) = snap.as_mut() {
+            s.observe(&mut change);
+        }
         tokio::select! {
             biased;
             _ = shutdown.changed() => return Ok(false),
@@ -1775,6 +1894,7 @@ async fn replay_xa(
     r: &XaReplay,
     defs: Vec<TableDef>,
     tx: &mpsc::Sender<Change>,
+    snap: &mut Option<Snapshotter>,
 ) -> Result<bool> {
     tracing::info!(xid = %r.xid, from = %r.from, "XA COMMIT: reading the prepared transaction again");
     let mut stream = Replication::connect(&settings.connect).await?;
@@ -1812,8 +1932,11 @@ async fn replay_xa(
         .map_err(|e| mysql_error(format!("prepared XA transaction {}", r.xid), &e))?
     {
         asm.on_event(&ev, &mut out)?;
-        for change in out.drain(..) {
+        for mut change in out.drain(..) {
             sent_begin |= matches!(change, Change::Begin(_));
+            if let Some(s) = snap.as_mut() {
+                s.observe(&mut change);
+            }
             if tx.send(change).await.is_err() {
                 return Err(Error::transient("the sink stopped during an XA replay"));
             }

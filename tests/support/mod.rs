@@ -467,7 +467,8 @@ pub struct RawRec {
 }
 
 /// Reads every record of `topics` with `isolation.level`, until `want` records were seen
-/// (then waits `settle` more to catch extras) or `timeout` passes. Keys and values must be
+/// (then waits `settle` more to catch extras) or `timeout` passes; with `want = usize::MAX`,
+/// until nothing new came for `settle` (10 s for the first record). Keys and values must be
 /// JSON.
 pub fn consume(
     topics: &[String],
@@ -546,6 +547,7 @@ pub fn consume_raw(
     consumer.assign(&tpl).expect("assign");
     let started = Instant::now();
     let mut reached: Option<Instant> = None;
+    let mut last = Instant::now();
     let mut out = Vec::new();
     loop {
         if started.elapsed() > timeout {
@@ -556,10 +558,20 @@ pub fn consume_raw(
                 break;
             }
         }
+        // Reading everything (`want == usize::MAX`): done once nothing came for `settle`.
+        let quiet = if out.is_empty() {
+            settle.max(Duration::from_secs(10))
+        } else {
+            settle
+        };
+        if want == usize::MAX && last.elapsed() > quiet {
+            break;
+        }
         match consumer.poll(Duration::from_millis(100)) {
             None => {}
             Some(Err(e)) => panic!("consume: {e}"),
             Some(Ok(m)) => {
+                last = Instant::now();
                 out.push(RawRec {
                     topic: m.topic().to_string(),
                     partition: m.partition(),

@@ -1,0 +1,295 @@
+//! Snapshots against the real servers: `start = "initial"` while a concurrent workload updates,
+//! deletes and inserts rows of the table being read, with and without sluice being SIGKILLed
+//! during the snapshot. The table rebuilt from the topic (last record per key, deletes applied)
+//! must equal the table, and no row's `r` record may appear twice.
+//!
+//! Sizes: `SLUICE_TEST_SNAPSHOT_ROWS` (rows in the table, default 100000; twice that, in chunks
+//! of 50, for the SIGKILL test), `SLUICE_TEST_SNAPSHOT_KILLS` (SIGKILLs during the snapshot,
+//! default 10).
+
+mod support;
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use mysql_async::prelude::*;
+use serde_json::Value as J;
+use support::*;
+
+per_flavor!(
+    initial_snapshot_under_writes_equals_the_table,
+    snapshot_survives_repeated_sigkills
+);
+
+/// Fills `t` with ids 1..=n.
+async fn fill(c: &mut mysql_async::Conn, flavor: Flavor, table: &str, n: usize) {
+    let mut lo = 1;
+    while lo <= n {
+        let hi = (lo + 4999).min(n);
+        exec(c, &[&flavor.insert_seq(table, lo, hi, "initial")]).await;
+        lo = hi + 1;
+    }
+}
+
+/// Random single-row updates, deletes and inserts until `stop`; returns how many ran.
+fn workload(
+    port: u16,
+    table: String,
+    n: usize,
+    stop: Arc<AtomicBool>,
+) -> tokio::task::JoinHandle<usize> {
+    tokio::spawn(async move {
+        let mut c = root(port).await;
+        let mut next_id = n + 1;
+        let mut done = 0;
+        while !stop.load(Ordering::Relaxed) {
+            let id = 1 + rand::random::<u64>() as usize % n;
+            let sql = match done % 4 {
+                0 | 1 => format!("UPDATE {table} SET pad = CONCAT('u', {done}) WHERE id = {id}"),
+                2 => format!("DELETE FROM {table} WHERE id = {id}"),
+                _ => {
+                    next_id += 1;
+                    format!("INSERT INTO {table} VALUES ({next_id}, 'new {done}')")
+                }
+            };
+            c.query_drop(sql).await.expect("workload statement");
+            done += 1;
+            if done % 50 == 0 {
+                tokio::time::sleep(Duration::from_millis(5)).await;
+            }
+        }
+        done
+    })
+}
+
+/// Every record of `topic` under read_committed, until nothing new came for `idle`.
+fn consume_all(topic: &str, idle: Duration) -> Vec<RawRec> {
+    consume_raw(
+        &[topic.to_string()],
+        "read_committed",
+        usize::MAX,
+        idle,
+        Duration::from_secs(240),
+    )
+}
+
+/// The table as the topic says it is: id → pad, and how many `r` records each id got.
+fn rebuild(recs: &[RawRec]) -> (BTreeMap<i64, String>, HashMap<i64, usize>) {
+    let mut by_part: BTreeMap<i32, Vec<&RawRec>> = BTreeMap::new();
+    for r in recs {
+        by_part.entry(r.partition).or_default().push(r);
+    }
+    let mut state = BTreeMap::new();
+    let mut reads: HashMap<i64, usize> = HashMap::new();
+    for (_, mut list) in by_part {
+        list.sort_by_key(|r| r.offset);
+        for r in list {
+            let rec = r.json();
+            let id = rec.key.as_ref().expect("key")["id"].as_i64().expect("id");
+            match &rec.value {
+                None => {
+                    state.remove(&id);
+                }
+                Some(v) => {
+                    if v["op"] == "r" {
+                        *reads.entry(id).or_default() += 1;
+                    }
+                    match &v["after"] {
+                        J::Null => {
+                            state.remove(&id);
+                        }
+                        after => {
+                            state.insert(id, after["pad"].as_str().expect("pad").to_string());
+                        }
+                    }
+                }
+            }
+        }
+    }
+    (state, reads)
+}
+
+async fn table_state(c: &mut mysql_async::Conn, table: &str) -> BTreeMap<i64, String> {
+    let rows: Vec<(i64, String)> = c
+        .query(format!("SELECT id, pad FROM {table}"))
+        .await
+        .expect("select");
+    rows.into_iter().collect()
+}
+
+/// Writes a marker row and waits until its record is committed: everything before it is too.
+async fn wait_caught_up(p: &Pipeline, c: &mut mysql_async::Conn) {
+    exec(
+        c,
+        &[&format!("INSERT INTO {}.marker VALUES (1, 'done')", p.db)],
+    )
+    .await;
+    let recs = consume(
+        &[p.topic("marker")],
+        "read_committed",
+        1,
+        Duration::from_millis(100),
+        Duration::from_secs(120),
+    );
+    assert_eq!(recs.len(), 1, "marker record; log:\n{}", p.log());
+}
+
+fn snapshot_done(p: &Pipeline) -> bool {
+    let (code, out) = p.command(&["offsets", "show"]);
+    code == 0 && out.contains("\"snapshot\"") && !out.contains("\"done\": false")
+}
+
+async fn setup(
+    flavor: Flavor,
+    tag: &str,
+    chunk: usize,
+    n: usize,
+) -> (Pipeline, mysql_async::Conn, usize) {
+    let p = Pipeline::new(
+        flavor,
+        tag,
+        &format!("\n[snapshot]\nchunk_size = {chunk}\n"),
+    );
+    p.edit_config("start = \"latest\"", "start = \"initial\"");
+    let mut c = root(flavor.port).await;
+    let db = &p.db;
+    exec(
+        &mut c,
+        &[
+            &format!("CREATE DATABASE {db}"),
+            &format!("CREATE TABLE {db}.t (id INT PRIMARY KEY, pad VARCHAR(100) NOT NULL)"),
+            &format!("CREATE TABLE {db}.marker (id INT PRIMARY KEY, pad VARCHAR(100))"),
+        ],
+    )
+    .await;
+    exec(&mut c, &[&format!("USE {db}")]).await;
+    fill(&mut c, flavor, &format!("{db}.t"), n).await;
+    (p, c, n)
+}
+
+fn check(p: &Pipeline, recs: &[RawRec], want: &BTreeMap<i64, String>, what: &str) {
+    let (got, reads) = rebuild(recs);
+    let twice: Vec<(&i64, &usize)> = reads.iter().filter(|(_, n)| **n > 1).take(5).collect();
+    assert!(
+        twice.is_empty(),
+        "[{}] {what}: rows with more than one r record: {twice:?}",
+        p.flavor.name
+    );
+    if &got != want {
+        let missing: Vec<_> = want
+            .keys()
+            .filter(|k| !got.contains_key(k))
+            .take(5)
+            .collect();
+        let extra: Vec<_> = got
+            .keys()
+            .filter(|k| !want.contains_key(k))
+            .take(5)
+            .collect();
+        let differ: Vec<_> = want
+            .iter()
+            .filter(|(k, v)| got.get(k).is_some_and(|g| g != *v))
+            .take(5)
+            .map(|(k, v)| (k, v, got.get(k)))
+            .collect();
+        panic!(
+            "[{}] {what}: the topic's table differs from the table ({} vs {} rows): missing \
+             {missing:?}, extra {extra:?}, different {differ:?}",
+            p.flavor.name,
+            got.len(),
+            want.len()
+        );
+    }
+    let r: usize = reads.values().sum();
+    eprintln!(
+        "[{}] {what}: {} rows equal, {} r records, {} records in all",
+        p.flavor.name,
+        want.len(),
+        r,
+        recs.len()
+    );
+}
+
+async fn initial_snapshot_under_writes_equals_the_table(flavor: Flavor) {
+    let n = env_usize("SLUICE_TEST_SNAPSHOT_ROWS", 100_000);
+    let (p, mut c, n) = setup(flavor, "snap", 2000, n).await;
+    let table = format!("{}.t", p.db);
+    let stop = Arc::new(AtomicBool::new(false));
+    let load = workload(flavor.port, table.clone(), n, stop.clone());
+    let started = Instant::now();
+    let mut child = p.spawn();
+    let deadline = Instant::now() + Duration::from_secs(300);
+    while !snapshot_done(&p) {
+        assert!(
+            Instant::now() < deadline,
+            "snapshot did not finish; log:\n{}",
+            p.log()
+        );
+        if let Ok(Some(st)) = child.try_wait() {
+            panic!("sluice exited ({st:?}); log:\n{}", p.log());
+        }
+        std::thread::sleep(Duration::from_millis(300));
+    }
+    let took = started.elapsed();
+    stop.store(true, Ordering::Relaxed);
+    let ops = load.await.expect("workload");
+    wait_caught_up(&p, &mut c).await;
+    let want = table_state(&mut c, &table).await;
+    let recs = consume_all(&p.topic("t"), Duration::from_secs(3));
+    terminate(&mut child);
+    eprintln!(
+        "[{}] snapshot of {n} rows with {ops} concurrent statements took {took:?}",
+        flavor.name
+    );
+    check(&p, &recs, &want, "snapshot under writes");
+}
+
+async fn snapshot_survives_repeated_sigkills(flavor: Flavor) {
+    let kills = env_usize("SLUICE_TEST_SNAPSHOT_KILLS", 10);
+    // Small chunks and twice the rows: the snapshot must outlast the kills.
+    let n = 2 * env_usize("SLUICE_TEST_SNAPSHOT_ROWS", 100_000);
+    let (p, mut c, n) = setup(flavor, "snapkill", 50, n).await;
+    let table = format!("{}.t", p.db);
+    let stop = Arc::new(AtomicBool::new(false));
+    let load = workload(flavor.port, table.clone(), n, stop.clone());
+    let mut killed = 0;
+    let mut child = p.spawn();
+    let deadline = Instant::now() + Duration::from_secs(600);
+    loop {
+        assert!(
+            Instant::now() < deadline,
+            "snapshot did not finish; log:\n{}",
+            p.log()
+        );
+        // Let it commit a few chunks, then kill it without warning.
+        std::thread::sleep(Duration::from_millis(300 + rand::random::<u64>() % 700));
+        if snapshot_done(&p) {
+            break;
+        }
+        if killed < kills {
+            child.kill().expect("SIGKILL");
+            let _ = child.wait();
+            killed += 1;
+            child = p.spawn();
+        }
+    }
+    assert!(
+        killed >= kills,
+        "[{}] the snapshot finished after {killed} SIGKILLs, fewer than {kills}: make the table \
+         bigger (SLUICE_TEST_SNAPSHOT_ROWS)",
+        flavor.name
+    );
+    stop.store(true, Ordering::Relaxed);
+    let ops = load.await.expect("workload");
+    wait_caught_up(&p, &mut c).await;
+    let want = table_state(&mut c, &table).await;
+    let recs = consume_all(&p.topic("t"), Duration::from_secs(3));
+    terminate(&mut child);
+    eprintln!(
+        "[{}] {killed} SIGKILLs during the snapshot of {n} rows, {ops} concurrent statements",
+        flavor.name
+    );
+    check(&p, &recs, &want, "snapshot with SIGKILLs");
+}
