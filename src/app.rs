@@ -14,7 +14,7 @@ use rdkafka::config::ClientConfig;
 use tokio::sync::{mpsc, watch};
 
 use crate::config::route::Router;
-use crate::config::Config;
+use crate::config::{Config, OnPurged};
 use crate::error::{Error, ErrorKind, Result};
 use crate::pipeline::CHANNEL_CAPACITY;
 use crate::position::StartSpec;
@@ -98,7 +98,20 @@ pub async fn preflight(cfg: &Config) -> Result<Vec<CheckItem>> {
     );
     match (&committed, start) {
         (Some(pos), _) => {
-            items.push(preflight::check_position(&mut conn, &info, pos, "committed offset").await)
+            let mut item =
+                preflight::check_position(&mut conn, &info, pos, "committed offset").await;
+            if item.problem.is_some() && cfg.snapshot.on_purged == OnPurged::Resnapshot {
+                item = CheckItem {
+                    name: item.name,
+                    problem: None,
+                    detail: format!(
+                        "{}; snapshot.on_purged = \"resnapshot\": the pipeline takes a new \
+                         snapshot and streams from the current position",
+                        item.detail
+                    ),
+                };
+            }
+            items.push(item)
         }
         (None, Ok(StartSpec::FilePos(fp))) => {
             let pos = crate::position::SourcePosition::FilePos(fp);
@@ -338,6 +351,19 @@ async fn attempt(
             Ok(Some(tls)) => tracing::info!(ssl_mode = %connect.ssl_mode, %tls, "connected to the source over TLS"),
             Ok(None) => tracing::info!(ssl_mode = %connect.ssl_mode, "connected to the source in plaintext (no TLS)"),
             Err(e) => tracing::warn!(error = %e, "cannot read the source connection's TLS status"),
+        }
+        // The committed position is gone from the server and the operator asked for a new
+        // snapshot then: start over as a new pipeline would with start = "initial".
+        let mut committed = committed.clone();
+        let mut start = start;
+        if let (Some(r), OnPurged::Resnapshot) = (&committed, cfg.snapshot.on_purged) {
+            let item =
+                preflight::check_position(&mut conn, &info, &r.position, "committed offset").await;
+            if let Some(problem) = item.problem {
+                tracing::warn!(position = %r.position, %problem, "the committed position was purged; taking a new snapshot (snapshot.on_purged = \"resnapshot\")");
+                committed = None;
+                start = &StartSpec::Initial;
+            }
         }
         let mut resume = match (&committed, start) {
             // A new pipeline at "now": the included tables' definitions at that position.

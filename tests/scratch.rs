@@ -350,6 +350,128 @@ async fn without_full_metadata(scratch: Flavor, mode: &'static str) {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn mariadb_purged_position_fails_or_takes_a_new_snapshot() {
+    purged_position(MARIADB.scratch()).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn mysql_purged_position_fails_or_takes_a_new_snapshot() {
+    if !MYSQL.enabled() {
+        return;
+    }
+    purged_position(MYSQL.scratch()).await;
+}
+
+/// The binlog after the committed position is purged while sluice is down. With
+/// `snapshot.on_purged = "fail"` (the default) it refuses to start, naming the purge and the
+/// setting; with `"resnapshot"` it snapshots the table again and streams on: the table rebuilt
+/// from the topic equals the table.
+async fn purged_position(scratch: Flavor) {
+    let _serial = lock(scratch).lock().await;
+    let p = Pipeline::new(scratch, "purged", "");
+    let db = p.db.clone();
+    let (mut c, child) = p
+        .start_with(&[("t", "(id INT PRIMARY KEY, v VARCHAR(20))")])
+        .await;
+    let mut child = Running(child);
+    exec(
+        &mut c,
+        &[&format!("INSERT INTO {db}.t VALUES (1, 'one'), (2, 'two')")],
+    )
+    .await;
+    let topic = p.topic("t");
+    let first = consume(
+        std::slice::from_ref(&topic),
+        "read_committed",
+        2,
+        Duration::from_millis(300),
+        Duration::from_secs(60),
+    );
+    assert_eq!(first.len(), 2, "log:\n{}", p.log());
+    terminate(&mut child.0);
+
+    // Down: more changes, then every binlog but the newest is purged.
+    exec(
+        &mut c,
+        &[
+            &format!("UPDATE {db}.t SET v = 'uno' WHERE id = 1"),
+            &format!("INSERT INTO {db}.t VALUES (3, 'three')"),
+            "FLUSH BINARY LOGS",
+            &format!("DELETE FROM {db}.t WHERE id = 2"),
+        ],
+    )
+    .await;
+    // The server keeps a log it still needs (crash-recovery checkpoint, a reader): flush and
+    // purge until only the newest one is left.
+    let status = if scratch.mysql {
+        "SHOW BINARY LOG STATUS"
+    } else {
+        "SHOW MASTER STATUS"
+    };
+    let deadline = std::time::Instant::now() + Duration::from_secs(60);
+    loop {
+        let row: mysql_async::Row = c
+            .query_first(status)
+            .await
+            .expect("binlog status")
+            .expect("binary logging is on");
+        let file: String = row.get("File").unwrap();
+        exec(&mut c, &[&format!("PURGE BINARY LOGS TO '{file}'")]).await;
+        let logs: Vec<mysql_async::Row> = c.query("SHOW BINARY LOGS").await.expect("logs");
+        if logs.len() == 1 {
+            break;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the server keeps {} binlogs after PURGE",
+            logs.len()
+        );
+        exec(&mut c, &["FLUSH BINARY LOGS"]).await;
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    }
+
+    // It must stop by itself, within a bound.
+    let mut refused = Running(p.spawn());
+    let st = wait_exit(&mut refused.0, Duration::from_secs(60));
+    let out = p.log();
+    assert!(!st.success(), "a purged position must not start: {out}");
+    assert!(
+        out.contains("purged") && out.contains("on_purged"),
+        "the error names the purge and the setting: {out}"
+    );
+
+    p.edit_config(
+        "format = \"json\"",
+        "format = \"json\"\n\n[snapshot]\non_purged = \"resnapshot\"",
+    );
+    let mut child = Running(p.spawn());
+    // r1 (uno), r3 after the earlier c1, c2.
+    let all = consume(
+        std::slice::from_ref(&topic),
+        "read_committed",
+        4,
+        Duration::from_secs(2),
+        Duration::from_secs(90),
+    );
+    terminate(&mut child.0);
+    let log = p.log();
+    assert!(log.contains("taking a new snapshot"), "log:\n{log}");
+    let reads: Vec<(Value, Value)> = all
+        .iter()
+        .filter(|r| r.value.as_ref().is_some_and(|v| v["op"] == "r"))
+        .map(|r| {
+            let v = r.value.as_ref().unwrap();
+            (v["after"]["id"].clone(), v["after"]["v"].clone())
+        })
+        .collect();
+    assert_eq!(
+        reads,
+        [(json!(1), json!("uno")), (json!(3), json!("three"))],
+        "the new snapshot has the table as it is; log:\n{log}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn mariadb_compressed_binlog_events_are_decoded() {
     with_globals(
         MARIADB.scratch(),

@@ -150,7 +150,7 @@ fn defaults() {
     let s = &c.source;
     assert!(s.include.is_empty() && s.exclude.is_empty());
     assert!(!s.include_system_schemas);
-    assert_eq!(s.start, "earliest");
+    assert_eq!(s.start, "initial");
     assert_eq!(
         (
             s.heartbeat_ms,
@@ -739,7 +739,8 @@ fn env_table_covers_every_scalar_field() {
     for (key, value) in table {
         match value {
             toml::Value::Table(section)
-                if ["source", "kafka", "commit", "schema_registry"].contains(&key.as_str()) =>
+                if ["source", "kafka", "commit", "snapshot", "schema_registry"]
+                    .contains(&key.as_str()) =>
             {
                 for (field, v) in section {
                     let is_list = matches!(v, toml::Value::Array(_));

@@ -436,7 +436,21 @@ impl TableSchema {
                 "year" => ColumnKind::Year,
                 "char" => string(true, charset),
                 "varchar" => string(false, charset),
-                "binary" | "uuid" | "inet6" | "inet4" => string(true, BINARY_CHARSET),
+                "binary" => string(true, BINARY_CHARSET),
+                // MariaDB's UUID / INET6 / INET4: stored (and logged) as BINARY(16) / BINARY(4);
+                // information_schema gives them no octet length.
+                "uuid" | "inet6" => ColumnKind::String {
+                    charset: BINARY_CHARSET,
+                    binary: true,
+                    fixed: true,
+                    max_bytes: 16,
+                },
+                "inet4" => ColumnKind::String {
+                    charset: BINARY_CHARSET,
+                    binary: true,
+                    fixed: true,
+                    max_bytes: 4,
+                },
                 "varbinary" => string(false, BINARY_CHARSET),
                 "tinytext" | "text" | "mediumtext" | "longtext" => ColumnKind::Blob {
                     charset,

@@ -360,7 +360,8 @@ mod tests {
             for (k, x) in o {
                 let p = format!("{prefix}.{k}");
                 out.insert(p.clone());
-                if k != "xa_prepared" {
+                // Maps and the snapshot progress are checked by `conforms`, not path by path.
+                if k != "xa_prepared" && k != "snapshot" {
                     paths(x, &p, out);
                 }
             }
@@ -394,7 +395,7 @@ mod tests {
                 t.after = Some(vec![
                     KeyValue::Int(-4),
                     KeyValue::UInt(u64::MAX),
-                    KeyValue::Double(0.5),
+                    KeyValue::double(0.5),
                     KeyValue::Hex("00ff".into()),
                     KeyValue::Date(2024, 5, 1, 0, 0, 0, 0),
                     KeyValue::Time(true, 1, 2, 3, 4, 5),

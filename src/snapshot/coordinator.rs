@@ -154,6 +154,8 @@ impl Snapshotter {
                     }
                 }
             }
+            // A history-only event (a table's first known shape) changes no table.
+            Change::Schema(ev) if ev.record.is_none() => {}
             Change::Schema(ev) => {
                 let hit = self.in_flight.as_ref().is_some_and(|f| {
                     f.window.is_for(&ev.db, &ev.table)

@@ -14,8 +14,9 @@ pub enum KeyValue {
     Int(i64),
     /// An unsigned integer.
     UInt(u64),
-    /// A FLOAT/DOUBLE (keys of these types are legal, if unusual).
-    Double(f64),
+    /// A FLOAT/DOUBLE (keys of these types are legal, if unusual): the IEEE-754 bits as 16 hex
+    /// digits, so the value survives JSON exactly.
+    Double(String),
     /// Bytes (strings, decimals, binary), hex-encoded.
     Hex(String),
     /// DATE/DATETIME/TIMESTAMP: year, month, day, hour, minute, second, microsecond.
@@ -25,6 +26,11 @@ pub enum KeyValue {
 }
 
 impl KeyValue {
+    /// A DOUBLE key value.
+    pub fn double(d: f64) -> Self {
+        KeyValue::Double(format!("{:016x}", d.to_bits()))
+    }
+
     /// From a value of a result row; `None` for NULL (key columns are NOT NULL).
     pub fn from_mysql(v: &mysql_async::Value) -> Option<Self> {
         use mysql_async::Value as M;
@@ -32,8 +38,8 @@ impl KeyValue {
             M::NULL => return None,
             M::Int(i) => KeyValue::Int(*i),
             M::UInt(u) => KeyValue::UInt(*u),
-            M::Float(f) => KeyValue::Double(f64::from(*f)),
-            M::Double(d) => KeyValue::Double(*d),
+            M::Float(f) => KeyValue::double(f64::from(*f)),
+            M::Double(d) => KeyValue::double(*d),
             M::Bytes(b) => KeyValue::Hex(hex(b)),
             M::Date(y, mo, d, h, mi, s, us) => KeyValue::Date(*y, *mo, *d, *h, *mi, *s, *us),
             M::Time(neg, d, h, mi, s, us) => KeyValue::Time(*neg, *d, *h, *mi, *s, *us),
@@ -46,7 +52,9 @@ impl KeyValue {
         Some(match self {
             KeyValue::Int(i) => M::Int(*i),
             KeyValue::UInt(u) => M::UInt(*u),
-            KeyValue::Double(d) => M::Double(*d),
+            KeyValue::Double(bits) => {
+                M::Double(f64::from_bits(u64::from_str_radix(bits, 16).ok()?))
+            }
             KeyValue::Hex(h) => M::Bytes(unhex(h)?),
             KeyValue::Date(y, mo, d, h, mi, s, us) => M::Date(*y, *mo, *d, *h, *mi, *s, *us),
             KeyValue::Time(neg, d, h, mi, s, us) => M::Time(*neg, *d, *h, *mi, *s, *us),

@@ -338,7 +338,8 @@ pub async fn check_position(
         Ok(l) => l,
         Err(e) => return CheckItem::problem(name, "SHOW BINARY LOGS failed", e.to_string()),
     };
-    let fix = "the binlog it needs was purged: take a new snapshot, or move the pipeline with \
+    let fix = "the binlog it needs was purged: set snapshot.on_purged = \"resnapshot\" to take \
+               a new snapshot and stream from the current position, or move the pipeline with \
                `sluice offsets set --position <pos>` to a position the server still has \
                (SHOW BINARY LOGS), and raise binlog retention";
     if let SourcePosition::MysqlGtid { gtid_set, .. } = pos {
