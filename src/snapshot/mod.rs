@@ -23,6 +23,7 @@
 //! `tests/snapshot_values.rs` checks this against both servers: every family of the type
 //! matrix, read from the binlog and with a `SELECT`, encoded with both encoders, byte for byte.
 
+pub mod adhoc;
 pub mod chunk;
 pub mod coordinator;
 pub mod progress;

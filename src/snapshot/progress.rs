@@ -96,6 +96,16 @@ pub struct TableProgress {
     /// Key of the last emitted row; `None` before the first chunk.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub after: Option<Vec<KeyValue>>,
+    /// Id of the ad-hoc request (API or signal) this entry belongs to; `None` for the snapshot
+    /// the pipeline started with.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub request: Option<String>,
+    /// Only rows matching this SQL condition are read (an ad-hoc request's `where`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub filter: Option<String>,
+    /// The table has no usable key: it is read in one pass (see `docs/snapshots.md`).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub scan: bool,
     /// Every row was emitted.
     #[serde(default)]
     pub done: bool,
@@ -118,6 +128,9 @@ impl TableProgress {
             table: table.to_string(),
             key: Vec::new(),
             after: None,
+            request: None,
+            filter: None,
+            scan: false,
             done: false,
             rows: 0,
             chunks: 0,
