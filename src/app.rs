@@ -413,6 +413,7 @@ async fn attempt(
             heartbeat: cfg.source.heartbeat(),
             router: router.clone(),
             snapshot: cfg.snapshot.clone(),
+            adhoc: None,
         };
         // The stream runs on its own replication connection.
         drop(conn);

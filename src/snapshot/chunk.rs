@@ -33,60 +33,145 @@ fn placeholder(k: &KeyColumn) -> String {
     }
 }
 
+/// Which rows of a table a statement reads.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Range<'a> {
+    /// Rows after this key (from the start when `None`).
+    pub after: Option<&'a [KeyValue]>,
+    /// Rows up to and including this key (to the end when `None`).
+    pub upto: Option<&'a [KeyValue]>,
+    /// Only rows matching this SQL condition (an ad-hoc request's filter).
+    pub filter: Option<&'a str>,
+}
+
+/// Binds stored key values, checking they fit the key.
+fn bind(values: &[KeyValue], key: &[KeyColumn]) -> Result<Vec<mysql_async::Value>, String> {
+    if values.len() != key.len() {
+        return Err(format!(
+            "the stored chunk position has {} values for a key of {} columns",
+            values.len(),
+            key.len()
+        ));
+    }
+    values
+        .iter()
+        .map(|v| {
+            v.to_mysql()
+                .ok_or_else(|| format!("damaged chunk position value {v:?}"))
+        })
+        .collect()
+}
+
+/// `(k1, k2, ...) > (v1, v2, ...)` (or `<=` when `upto`) as `k1 > ? OR (k1 = ? AND k2 > ?)`:
+/// both servers turn that into index ranges (a row constructor comparison is not
+/// range-optimized by every version).
+fn key_condition(
+    key: &[KeyColumn],
+    values: &[mysql_async::Value],
+    upto: bool,
+    params: &mut Vec<mysql_async::Value>,
+) -> String {
+    let keys: Vec<String> = key.iter().map(|k| quote(&k.name)).collect();
+    let mut ors = Vec::with_capacity(key.len());
+    for i in 0..key.len() {
+        let mut ands = Vec::with_capacity(i + 1);
+        for j in 0..i {
+            ands.push(format!("{} = {}", keys[j], placeholder(&key[j])));
+            params.push(values[j].clone());
+        }
+        let op = match (upto, i + 1 == key.len()) {
+            (false, _) => ">",
+            (true, false) => "<",
+            (true, true) => "<=",
+        };
+        ands.push(format!("{} {op} {}", keys[i], placeholder(&key[i])));
+        params.push(values[i].clone());
+        ors.push(format!("({})", ands.join(" AND ")));
+    }
+    format!("({})", ors.join(" OR "))
+}
+
+/// The `WHERE` clause (with its leading space; empty for the whole table) of `range`.
+fn where_clause(
+    key: &[KeyColumn],
+    range: &Range<'_>,
+    params: &mut Vec<mysql_async::Value>,
+) -> Result<String, String> {
+    let mut conds = Vec::new();
+    if let Some(after) = range.after {
+        let v = bind(after, key)?;
+        conds.push(key_condition(key, &v, false, params));
+    }
+    if let Some(upto) = range.upto {
+        let v = bind(upto, key)?;
+        conds.push(key_condition(key, &v, true, params));
+    }
+    if let Some(f) = range.filter {
+        conds.push(format!("({f})"));
+    }
+    Ok(if conds.is_empty() {
+        String::new()
+    } else {
+        format!(" WHERE {}", conds.join(" AND "))
+    })
+}
+
 /// The chunk statement and its parameters: `select` (the value columns), then the raw key
-/// columns, of the rows after `after` in key order, at most `limit`.
-///
-/// `after` for keys `(a, b)` reads `a > ? OR (a = ? AND b > ?)`: both servers turn that into
-/// index ranges (a row constructor comparison is not range-optimized by every version).
+/// columns, of the rows of `range` in key order, at most `limit` (no limit when `None`).
 pub fn chunk_query(
     db: &str,
     table: &str,
     select: &str,
     key: &[KeyColumn],
-    after: Option<&[KeyValue]>,
-    limit: usize,
+    range: &Range<'_>,
+    limit: Option<usize>,
 ) -> Result<(String, Vec<mysql_async::Value>), String> {
     let keys: Vec<String> = key.iter().map(|k| quote(&k.name)).collect();
-    let mut sql = format!(
-        "SELECT {select}, {} FROM {}.{}",
-        keys.join(", "),
-        quote(db),
-        quote(table)
-    );
     let mut params = Vec::new();
-    if let Some(after) = after {
-        if after.len() != key.len() {
-            return Err(format!(
-                "the stored chunk position has {} values for a key of {} columns",
-                after.len(),
-                key.len()
-            ));
-        }
-        let bound: Vec<mysql_async::Value> = after
-            .iter()
-            .map(|v| {
-                v.to_mysql()
-                    .ok_or_else(|| format!("damaged chunk position value {v:?}"))
-            })
-            .collect::<Result<_, _>>()?;
-        let mut ors = Vec::with_capacity(key.len());
-        for i in 0..key.len() {
-            let mut ands = Vec::with_capacity(i + 1);
-            for j in 0..i {
-                ands.push(format!("{} = {}", keys[j], placeholder(&key[j])));
-                params.push(bound[j].clone());
-            }
-            ands.push(format!("{} > {}", keys[i], placeholder(&key[i])));
-            params.push(bound[i].clone());
-            ors.push(format!("({})", ands.join(" AND ")));
-        }
-        sql.push_str(" WHERE ");
-        sql.push_str(&ors.join(" OR "));
+    let cond = where_clause(key, range, &mut params)?;
+    let mut sql = if keys.is_empty() {
+        format!("SELECT {select} FROM {}.{}{cond}", quote(db), quote(table))
+    } else {
+        format!(
+            "SELECT {select}, {} FROM {}.{}{cond} ORDER BY {}",
+            keys.join(", "),
+            quote(db),
+            quote(table),
+            keys.join(", ")
+        )
+    };
+    if let Some(limit) = limit {
+        sql.push_str(&format!(" LIMIT {limit}"));
     }
-    sql.push_str(" ORDER BY ");
-    sql.push_str(&keys.join(", "));
-    sql.push_str(&format!(" LIMIT {limit}"));
     Ok((sql, params))
+}
+
+/// The statement that finds where the chunk after `after` ends: the key of the `chunk_size`-th
+/// row after it (no row when fewer are left). It reads the key's index only.
+pub fn split_query(
+    db: &str,
+    table: &str,
+    key: &[KeyColumn],
+    after: Option<&[KeyValue]>,
+    chunk_size: usize,
+) -> Result<(String, Vec<mysql_async::Value>), String> {
+    let keys: Vec<String> = key.iter().map(|k| quote(&k.name)).collect();
+    let mut params = Vec::new();
+    let range = Range {
+        after,
+        ..Range::default()
+    };
+    let cond = where_clause(key, &range, &mut params)?;
+    let keys = keys.join(", ");
+    Ok((
+        format!(
+            "SELECT {keys} FROM {}.{}{cond} ORDER BY {keys} LIMIT 1 OFFSET {}",
+            quote(db),
+            quote(table),
+            chunk_size.saturating_sub(1)
+        ),
+        params,
+    ))
 }
 
 /// A row's key as bytes for equality tests between rows read by a chunk and row images from the
@@ -116,8 +201,15 @@ mod tests {
 
     #[test]
     fn the_first_chunk_has_no_condition() {
-        let (sql, params) =
-            chunk_query("d", "t`x", "`a`, `b`+0", &[col("id", false)], None, 100).unwrap();
+        let (sql, params) = chunk_query(
+            "d",
+            "t`x",
+            "`a`, `b`+0",
+            &[col("id", false)],
+            &Range::default(),
+            Some(100),
+        )
+        .unwrap();
         assert_eq!(
             sql,
             "SELECT `a`, `b`+0, `id` FROM `d`.`t``x` ORDER BY `id` LIMIT 100"
@@ -133,14 +225,17 @@ mod tests {
             "t",
             "`v`",
             &[col("a", false), col("b", true)],
-            Some(&after),
-            10,
+            &Range {
+                after: Some(&after),
+                ..Range::default()
+            },
+            Some(10),
         )
         .unwrap();
         assert_eq!(
             sql,
-            "SELECT `v`, `a`, `b` FROM `d`.`t` WHERE (`a` > ?) OR (`a` = ? AND `b` > \
-             CONVERT(CAST(? AS BINARY) USING utf8mb4) COLLATE utf8mb4_general_ci) \
+            "SELECT `v`, `a`, `b` FROM `d`.`t` WHERE ((`a` > ?) OR (`a` = ? AND `b` > \
+             CONVERT(CAST(? AS BINARY) USING utf8mb4) COLLATE utf8mb4_general_ci)) \
              ORDER BY `a`, `b` LIMIT 10"
         );
         use mysql_async::Value as M;
@@ -155,11 +250,61 @@ mod tests {
             "t",
             "`v`",
             &[col("a", false), col("b", false)],
-            Some(&after),
-            10,
+            &Range {
+                after: Some(&after),
+                ..Range::default()
+            },
+            Some(10),
         )
         .unwrap_err();
         assert!(e.contains("1 values for a key of 2 columns"), "{e}");
+    }
+
+    #[test]
+    fn bounded_filtered_chunks_and_split_points() {
+        use mysql_async::Value as M;
+        let key = [col("a", false), col("b", false)];
+        let (after, upto) = (
+            [KeyValue::Int(1), KeyValue::Int(2)],
+            [KeyValue::Int(3), KeyValue::Int(4)],
+        );
+        let (sql, params) = chunk_query(
+            "d",
+            "t",
+            "`v`",
+            &key,
+            &Range {
+                after: Some(&after),
+                upto: Some(&upto),
+                filter: Some("v > 0 OR v IS NULL"),
+            },
+            None,
+        )
+        .unwrap();
+        assert_eq!(
+            sql,
+            "SELECT `v`, `a`, `b` FROM `d`.`t` WHERE ((`a` > ?) OR (`a` = ? AND `b` > ?)) \
+             AND ((`a` < ?) OR (`a` = ? AND `b` <= ?)) AND (v > 0 OR v IS NULL) ORDER BY `a`, `b`"
+        );
+        assert_eq!(
+            params,
+            [
+                M::Int(1),
+                M::Int(1),
+                M::Int(2),
+                M::Int(3),
+                M::Int(3),
+                M::Int(4)
+            ]
+        );
+        let (sql, params) = split_query("d", "t", &key[..1], Some(&after[..1]), 100).unwrap();
+        assert_eq!(
+            sql,
+            "SELECT `a` FROM `d`.`t` WHERE ((`a` > ?)) ORDER BY `a` LIMIT 1 OFFSET 99"
+        );
+        assert_eq!(params, [M::Int(1)]);
+        let (sql, _) = chunk_query("d", "t", "`v`", &[], &Range::default(), None).unwrap();
+        assert_eq!(sql, "SELECT `v` FROM `d`.`t`");
     }
 
     #[test]

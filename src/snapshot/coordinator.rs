@@ -1,18 +1,22 @@
-//! Runs a snapshot inside the stream: asks the chunk reader for one chunk at a time, lets the
-//! stream's row changes of that table win over the chunk's rows ([`Window`]), and emits the
-//! chunk as its own source transaction at a transaction boundary once the stream has read past
-//! the chunk's watermark. Every checkpoint the stream sends carries the snapshot's progress, so
-//! the offset record always says how far the snapshot got.
+//! Runs snapshots inside the stream. Each table is planned into key ranges of about
+//! `chunk_size` rows (split points read from the key's index), and up to `parallelism` chunk
+//! readers read ranges at once, within a table and across tables. Each chunk's window lets the
+//! stream's row changes of its table win over its rows ([`Window`]); a chunk is emitted as a
+//! source transaction of its own at a transaction boundary, once the stream has read past its
+//! watermark, in key order within its table. Every checkpoint the stream sends carries the
+//! snapshot's progress (per table: the key the emitted chunks reach), so the offset record
+//! always says how far the snapshot got.
+//!
+//! Ad-hoc requests (API or signal table, [`super::adhoc`]) add tables to the same progress.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::{HashMap, HashSet, VecDeque};
 use std::sync::Arc;
 use std::time::Instant;
 
-use tokio::sync::mpsc;
-
-use super::progress::SnapshotProgress;
-use super::reader::{ChunkRead, ReadOutcome, ReadRequest, Reader};
-use super::window::{Arrived, Place, Window};
+use super::adhoc::{parse_table_name, Accepted, AdhocRequest, Inbox, Rejected};
+use super::progress::{KeyValue, SnapshotProgress, TableProgress};
+use super::reader::{ChunkRead, Pool, Read, ReadOutcome, ReadRequest};
+use super::window::{Arrived, Place, Watermark, Window};
 use crate::config::route::Router;
 use crate::config::SnapshotConfig;
 use crate::error::{Error, Result};
@@ -20,101 +24,164 @@ use crate::pipeline::{route_key_idx, Change, TableCtx, TxnMeta};
 use crate::position::GtidSet;
 use crate::schema::TableSchema;
 use crate::source::rows::{RowImage, RowsKind};
-use crate::source::server::{ConnectOptions, ServerInfo};
+use crate::source::server::{ConnectOptions, Flavor, ServerInfo};
 use crate::source::stream::Tracker;
+use crate::value::Value;
 
 /// Rows per `Change::Rows` of an emitted chunk.
 const ROWS_PER_CHANGE: usize = 1024;
 
-/// What the chunk in flight is waiting for.
-struct InFlight {
-    seq: u64,
-    window: Window,
-    /// Set when the chunk arrived: its shape, last key and whether it ends the table.
-    read: Option<(
-        Arc<TableSchema>,
-        Option<Vec<super::progress::KeyValue>>,
-        bool,
-    )>,
+/// A chunk read and reconciled, waiting for the stream to pass its watermark.
+struct Ready {
+    schema: Arc<TableSchema>,
+    last_key: Option<Vec<KeyValue>>,
+    full: bool,
+    complete: bool,
+}
+
+/// Where a planned chunk is.
+enum State {
+    /// Planned, not asked yet (its window is registered when it is asked).
+    Planned,
+    /// Asked: the reader's request `seq`; the window records the table's changes.
+    Reading { seq: u64, window: Window },
+    /// Read: waiting to be emitted.
+    Arrived { window: Window, ready: Ready },
+    /// A batch of a one-pass scan (no key: nothing to reconcile).
+    Batch {
+        rows: Vec<Vec<Value>>,
+        watermark: Watermark,
+        ready: Ready,
+    },
+    /// The one-pass scan `seq` is running; its batches are queued before this slot.
+    Scanning { seq: u64 },
+}
+
+/// A key range `(after, upto]` of a table (`upto = None`: the next `chunk_size` rows).
+struct Slot {
+    after: Option<Vec<KeyValue>>,
+    upto: Option<Vec<KeyValue>>,
+    state: State,
     started: Instant,
 }
 
-/// The snapshot running inside a stream.
-pub struct Snapshotter {
-    progress: SnapshotProgress,
-    shared: Arc<SnapshotProgress>,
-    in_flight: Option<InFlight>,
-    seq: u64,
-    requests: mpsc::Sender<ReadRequest>,
-    results: mpsc::Receiver<Result<ReadOutcome>>,
-    task: tokio::task::JoinHandle<()>,
-    place: Option<Arc<Place>>,
-    router: Arc<Router>,
-    max_window_changes: usize,
-    fresh: HashSet<(String, String)>,
-    contexts: HashMap<(String, String), (Arc<TableSchema>, Arc<TableCtx>)>,
-    connector: &'static str,
+/// The plan of one progress entry: the chunks asked and waiting, in key order, and how far the
+/// table is planned.
+#[derive(Default)]
+struct Plan {
+    slots: VecDeque<Slot>,
+    /// The end of the last range planned (`progress.after` at the start).
+    planned_to: Option<Vec<KeyValue>>,
+    /// Split points read and not planned into slots yet.
+    bounds: VecDeque<Vec<KeyValue>>,
+    /// The split request in flight.
+    splitting: Option<u64>,
+    /// The split points reached the table's end: after them, one open-ended chunk.
+    end: bool,
+    /// The open-ended last chunk (or the scan) is planned: nothing more to plan.
+    planned_all: bool,
+    /// The table has no key and is scanned in one pass.
+    scan: bool,
 }
 
-impl Drop for Snapshotter {
-    fn drop(&mut self) {
-        self.task.abort();
+impl Plan {
+    fn new(p: &TableProgress) -> Self {
+        Plan {
+            planned_to: p.after.clone(),
+            scan: p.scan,
+            ..Plan::default()
+        }
     }
 }
 
+/// Snapshots running inside a stream.
+pub struct Snapshotter {
+    progress: SnapshotProgress,
+    shared: Arc<SnapshotProgress>,
+    plans: Vec<Plan>,
+    pool: Option<Pool>,
+    /// Requests sent to the readers and not answered yet (a scan until its last batch).
+    pending: HashSet<u64>,
+    seq: u64,
+    place: Option<Arc<Place>>,
+    router: Arc<Router>,
+    cfg: SnapshotConfig,
+    connect: ConnectOptions,
+    info: ServerInfo,
+    fresh: HashSet<(String, String)>,
+    contexts: HashMap<(String, String), (Arc<TableSchema>, Arc<TableCtx>)>,
+    inbox: Option<Inbox>,
+    /// Requests of signal rows in the transaction being read, taken at its commit.
+    signalled: Vec<AdhocRequest>,
+    running: bool,
+    requests_made: u64,
+}
+
 impl Snapshotter {
-    /// Starts the chunk reader (its own connection) for `progress`.
-    pub async fn start(
-        progress: SnapshotProgress,
+    /// A snapshotter for `progress` (the snapshot to run or go on with; `None`: only ad-hoc
+    /// requests). Readers connect when there is something to read.
+    pub fn new(
+        progress: Option<SnapshotProgress>,
         connect: &ConnectOptions,
         info: &ServerInfo,
         cfg: &SnapshotConfig,
         router: Arc<Router>,
-    ) -> Result<Self> {
-        // A few slots: a chunk cancelled by a DDL may still be read while the next is asked.
-        let (req_tx, mut req_rx) = mpsc::channel::<ReadRequest>(8);
-        let (res_tx, res_rx) = mpsc::channel(8);
-        let task = if progress.done() {
-            // Finished before: only its progress goes on being recorded.
-            tokio::spawn(async {})
-        } else {
-            let mut reader = Reader::connect(connect, info, cfg.chunk_size).await?;
-            tokio::spawn(async move {
-                while let Some(req) = req_rx.recv().await {
-                    let out = reader.read(&req).await;
-                    let failed = out.is_err();
-                    if res_tx.send(out).await.is_err() || failed {
-                        return;
-                    }
-                }
-            })
-        };
-        tracing::info!(
-            tables = progress.tables.len(),
-            done = progress.tables.iter().filter(|t| t.done).count(),
-            chunk_size = cfg.chunk_size,
-            "snapshot running"
-        );
-        Ok(Snapshotter {
+        inbox: Option<Inbox>,
+    ) -> Self {
+        let progress = progress.unwrap_or(SnapshotProgress {
+            started_ms: crate::sink::offsets::now_ms(),
+            then_stop: false,
+            tables: Vec::new(),
+        });
+        if !progress.tables.is_empty() {
+            tracing::info!(
+                tables = progress.tables.len(),
+                done = progress.tables.iter().filter(|t| t.done).count(),
+                chunk_size = cfg.chunk_size,
+                parallelism = cfg.parallelism,
+                "snapshot running"
+            );
+        }
+        let s = Snapshotter {
             shared: Arc::new(progress.clone()),
+            plans: progress.tables.iter().map(Plan::new).collect(),
+            // A snapshot_only pipeline with nothing to read still finishes (and stops).
+            running: !progress.done() || progress.then_stop,
             progress,
-            in_flight: None,
+            pool: None,
+            pending: HashSet::new(),
             seq: 0,
-            requests: req_tx,
-            results: res_rx,
-            task,
             place: None,
             router,
-            max_window_changes: cfg.max_window_changes,
+            cfg: cfg.clone(),
+            connect: connect.clone(),
+            info: info.clone(),
             fresh: HashSet::new(),
             contexts: HashMap::new(),
-            connector: info.flavor.connector(),
-        })
+            inbox,
+            signalled: Vec::new(),
+            requests_made: 0,
+        };
+        s.publish();
+        s
     }
 
-    /// The progress as committed with the next checkpoint.
-    pub fn progress(&self) -> Arc<SnapshotProgress> {
-        self.shared.clone()
+    fn publish(&self) {
+        if let Some(inbox) = &self.inbox {
+            let p = (!self.progress.tables.is_empty()).then(|| self.shared.clone());
+            inbox.publish(p);
+        }
+    }
+
+    fn update_shared(&mut self) {
+        self.shared = Arc::new(self.progress.clone());
+        self.publish();
+    }
+
+    /// The progress as committed with the next checkpoint (`None` when there never was a
+    /// snapshot).
+    pub fn progress(&self) -> Option<Arc<SnapshotProgress>> {
+        (!self.progress.tables.is_empty()).then(|| self.shared.clone())
     }
 
     /// Every table is done.
@@ -122,9 +189,9 @@ impl Snapshotter {
         self.progress.done()
     }
 
-    /// Closes the chunk reader of a finished snapshot (its progress goes on being recorded).
-    pub fn retire(&mut self) {
-        self.task.abort();
+    /// Whether chunk readers are connected (there are results to wait for).
+    pub fn reading(&self) -> bool {
+        self.pool.is_some()
     }
 
     /// Whether the pipeline stops when the snapshot is done.
@@ -132,138 +199,378 @@ impl Snapshotter {
         self.progress.then_stop
     }
 
-    /// Looks at a change on its way to the sink: row changes of the table whose chunk is in
-    /// flight feed its window; a DDL on that table cancels the chunk (read again with the new
-    /// shape); checkpoints get the snapshot's progress.
+    /// Looks at a change on its way to the sink: row changes of a table with chunks in flight
+    /// feed their windows; a DDL on such a table cancels its chunks (read again with the new
+    /// shape); rows of the signal table become requests; checkpoints get the progress.
     pub fn observe(&mut self, change: &mut Change) {
         match change {
             Change::Begin(meta) => self.place = Some(Arc::new(Place::of(meta))),
             Change::Rows { table, rows, .. } => {
-                let Some(f) = self.in_flight.as_mut() else {
-                    return;
-                };
-                if !f.window.is_for(&table.schema.db, &table.schema.table) {
-                    return;
-                }
                 let Some(place) = &self.place else {
                     return;
                 };
-                for r in rows.iter() {
-                    for image in [&r.before, &r.after].into_iter().flatten() {
-                        f.window.on_image(place, table, image);
+                let (db, name) = (&table.schema.db, &table.schema.table);
+                for (i, plan) in self.plans.iter_mut().enumerate() {
+                    let p = &self.progress.tables[i];
+                    if p.done || p.db != *db || p.table != *name {
+                        continue;
+                    }
+                    for slot in plan.slots.iter_mut() {
+                        let window = match &mut slot.state {
+                            State::Reading { window, .. } | State::Arrived { window, .. } => window,
+                            _ => continue,
+                        };
+                        for r in rows.iter() {
+                            for image in [&r.before, &r.after].into_iter().flatten() {
+                                window.on_image(place, table, image);
+                            }
+                        }
                     }
                 }
             }
             // A history-only event (a table's first known shape) changes no table.
             Change::Schema(ev) if ev.record.is_none() => {}
             Change::Schema(ev) => {
-                let hit = self.in_flight.as_ref().is_some_and(|f| {
-                    f.window.is_for(&ev.db, &ev.table)
-                        || ev.history.iter().any(|(d, t, _)| f.window.is_for(d, t))
-                });
-                let touched = ev
+                let touched: Vec<(String, String)> = ev
                     .history
                     .iter()
                     .map(|(d, t, _)| (d.clone(), t.clone()))
-                    .chain([(ev.db.clone(), ev.table.clone())]);
-                self.fresh.extend(touched);
-                if hit {
-                    tracing::info!(table = %format!("{}.{}", ev.db, ev.table), "the table's shape changed while a chunk was read; reading the chunk again");
-                    self.in_flight = None;
+                    .chain([(ev.db.clone(), ev.table.clone())])
+                    .collect();
+                for (i, plan) in self.plans.iter_mut().enumerate() {
+                    let p = &self.progress.tables[i];
+                    let hit = !p.done && touched.iter().any(|(d, t)| *d == p.db && *t == p.table);
+                    if hit {
+                        tracing::info!(table = %format!("{}.{}", p.db, p.table), "the table's shape changed while chunks were read; reading them again");
+                        *plan = Plan::new(p);
+                    }
                 }
+                self.fresh.extend(touched);
             }
-            Change::Commit(cp) | Change::Progress(cp) => cp.snapshot = Some(self.shared.clone()),
+            Change::Commit(cp) => {
+                self.take_signals();
+                cp.snapshot = self.progress();
+            }
+            Change::Progress(cp) => cp.snapshot = self.progress(),
         }
     }
 
-    /// The next reader result (cancel-safe).
+    /// A signal row asked for a snapshot in the transaction being read: it is taken when that
+    /// transaction commits, so the request commits with it.
+    pub fn signal(&mut self, request: AdhocRequest) {
+        self.signalled.push(request);
+    }
+
+    fn take_signals(&mut self) {
+        for req in std::mem::take(&mut self.signalled) {
+            let id = req.id.clone().unwrap_or_default();
+            match self.accept(req) {
+                Ok(a) => {
+                    tracing::info!(id = %a.id, tables = ?a.tables, "snapshot signal accepted")
+                }
+                Err(e) => tracing::warn!(%id, reason = %e, "snapshot signal refused"),
+            }
+        }
+    }
+
+    /// Adds an ad-hoc request's tables to the snapshot (at a transaction boundary: the next
+    /// checkpoint commits it).
+    pub fn accept(&mut self, req: AdhocRequest) -> std::result::Result<Accepted, Rejected> {
+        if self.info.flavor == Flavor::MySql && !self.info.gtid_mode {
+            return Err(Rejected::Invalid(
+                "snapshots on MySQL need gtid_mode=ON (the read-only watermarks are GTID sets)"
+                    .into(),
+            ));
+        }
+        if req.tables.is_empty() {
+            return Err(Rejected::Invalid(
+                "`tables` is empty: name at least one table as db.table".into(),
+            ));
+        }
+        if let Some(f) = &req.filter {
+            if f.trim().is_empty() || f.contains(';') {
+                return Err(Rejected::Invalid(format!(
+                    "`where` {f:?} is not a single SQL condition (empty, or with a `;`)"
+                )));
+            }
+        }
+        let mut names = Vec::new();
+        for t in &req.tables {
+            let (db, table) = parse_table_name(t).map_err(Rejected::Invalid)?;
+            let routed = self.router.table_included(&db, &table)
+                && matches!(self.router.route(&db, &table), Ok(Some(_)));
+            if !routed {
+                return Err(Rejected::Invalid(format!(
+                    "{db}.{table} is not captured by this pipeline (see `tables` in the \
+                     configuration): only captured tables can be snapshotted"
+                )));
+            }
+            if !names.contains(&(db.clone(), table.clone())) {
+                names.push((db, table));
+            }
+        }
+        let id = match req.id {
+            Some(id) if !id.trim().is_empty() => id,
+            _ => {
+                self.requests_made += 1;
+                format!(
+                    "snapshot-{}-{}",
+                    crate::sink::offsets::now_ms(),
+                    self.requests_made
+                )
+            }
+        };
+        if self
+            .progress
+            .tables
+            .iter()
+            .any(|t| !t.done && t.request.as_deref() == Some(id.as_str()))
+        {
+            return Err(Rejected::Invalid(format!(
+                "a snapshot request with id {id:?} is still running"
+            )));
+        }
+        if self.progress.done() && self.pending.is_empty() {
+            // Nothing runs: the finished entries make way.
+            self.progress.tables.clear();
+            self.plans.clear();
+            self.progress.started_ms = crate::sink::offsets::now_ms();
+        }
+        for (db, table) in &names {
+            let mut t = TableProgress::new(db, table, 0);
+            t.request = Some(id.clone());
+            t.filter = req.filter.clone();
+            self.plans.push(Plan::new(&t));
+            self.progress.tables.push(t);
+        }
+        if !self.running {
+            tracing::info!(%id, "snapshot running");
+        }
+        self.running = true;
+        self.update_shared();
+        Ok(Accepted {
+            id,
+            tables: names.iter().map(|(d, t)| format!("{d}.{t}")).collect(),
+        })
+    }
+
+    /// The next reader result (cancel-safe); never when no reader runs.
     pub async fn next_result(&mut self) -> Option<Result<ReadOutcome>> {
-        self.results.recv().await
+        match self.pool.as_mut() {
+            Some(p) => p.next().await,
+            None => std::future::pending().await,
+        }
+    }
+
+    /// The entry and slot of the request `seq`.
+    fn find(&self, seq: u64) -> Option<(usize, usize)> {
+        self.plans.iter().enumerate().find_map(|(i, p)| {
+            p.slots
+                .iter()
+                .position(|s| match &s.state {
+                    State::Reading { seq: q, .. } | State::Scanning { seq: q } => *q == seq,
+                    _ => false,
+                })
+                .map(|j| (i, j))
+        })
     }
 
     /// A reader result arrived.
     pub fn on_result(&mut self, outcome: ReadOutcome) -> Result<()> {
         match outcome {
             ReadOutcome::Skip { seq, reason } => {
-                let Some(f) = self.in_flight.take_if(|f| f.seq == seq) else {
+                self.pending.remove(&seq);
+                let entry = self
+                    .find(seq)
+                    .map(|(i, _)| i)
+                    .or_else(|| self.plans.iter().position(|p| p.splitting == Some(seq)));
+                let Some(i) = entry else {
                     return Ok(());
                 };
-                tracing::warn!(table = %format!("{}.{}", f.window.db, f.window.table), %reason, "table not snapshotted");
-                if let Some(t) = self.progress.table_mut(&f.window.db, &f.window.table) {
-                    t.done = true;
-                }
-                self.shared = Arc::new(self.progress.clone());
+                let t = &mut self.progress.tables[i];
+                tracing::warn!(table = %format!("{}.{}", t.db, t.table), %reason, request = t.request.as_deref().unwrap_or(""), "table not snapshotted");
+                t.done = true;
+                self.plans[i] = Plan::new(t);
+                self.update_shared();
                 Ok(())
             }
-            ReadOutcome::Chunk(c) => self.on_chunk(c),
+            ReadOutcome::NoKey { seq } => {
+                self.pending.remove(&seq);
+                let Some(i) = self.plans.iter().position(|p| p.splitting == Some(seq)) else {
+                    return Ok(());
+                };
+                let t = &mut self.progress.tables[i];
+                tracing::warn!(table = %format!("{}.{}", t.db, t.table), "the table has neither a primary key nor a unique index of NOT NULL columns: it is read in one pass, and its changes while it is read are not reconciled with the rows read (see docs/snapshots.md)");
+                t.scan = true;
+                self.plans[i] = Plan::new(t);
+                self.update_shared();
+                Ok(())
+            }
+            ReadOutcome::Split {
+                seq,
+                key_names,
+                bounds,
+                end,
+                estimate,
+            } => {
+                self.pending.remove(&seq);
+                let Some(i) = self.plans.iter().position(|p| p.splitting == Some(seq)) else {
+                    return Ok(());
+                };
+                let t = &mut self.progress.tables[i];
+                if t.key.is_empty() {
+                    t.key = key_names;
+                }
+                if let Some(e) = estimate {
+                    t.estimate = e;
+                }
+                let plan = &mut self.plans[i];
+                plan.splitting = None;
+                plan.bounds.extend(bounds);
+                plan.end = end;
+                Ok(())
+            }
+            ReadOutcome::Chunk(c) => {
+                self.on_chunk(c);
+                Ok(())
+            }
         }
     }
 
-    fn on_chunk(&mut self, c: ChunkRead) -> Result<()> {
-        let Some(f) = self.in_flight.as_mut().filter(|f| f.seq == c.seq) else {
-            return Ok(());
+    fn on_chunk(&mut self, c: ChunkRead) {
+        let seq = c.seq;
+        let Some((i, j)) = self.find(seq) else {
+            // Cancelled. A scan's batches go on coming until its last one.
+            if c.complete || !c.key_names.is_empty() || !c.full {
+                self.pending.remove(&seq);
+            }
+            return;
         };
+        let plan = &mut self.plans[i];
+        let ready = Ready {
+            schema: c.schema,
+            last_key: c.last_key.clone(),
+            full: c.full,
+            complete: c.complete,
+        };
+        if plan.scan {
+            // A batch of the scan goes before the scanning slot; the last one ends it.
+            let batch = Slot {
+                after: None,
+                upto: None,
+                state: State::Batch {
+                    rows: c.rows,
+                    watermark: c.watermark,
+                    ready,
+                },
+                started: plan.slots[j].started,
+            };
+            plan.slots.insert(j, batch);
+            if c.complete {
+                self.pending.remove(&seq);
+                plan.slots.remove(j + 1);
+            }
+            return;
+        }
+        self.pending.remove(&seq);
+        let slot = &mut plan.slots[j];
+        let State::Reading { window, .. } = std::mem::replace(&mut slot.state, State::Planned)
+        else {
+            return;
+        };
+        let mut window = window;
         let arrived = Arrived {
             rows: c.rows,
             key_idx: c.key_idx,
-            key_names: c.key_names.clone(),
+            key_names: c.key_names,
             watermark: c.watermark,
         };
-        match f.window.arrive(arrived) {
+        match window.arrive(arrived) {
             Ok(()) => {
-                if let Some(t) = self.progress.table_mut(&c.db, &c.table) {
-                    if t.key.is_empty() {
-                        t.key = c.key_names;
-                    }
+                let rest = (ready.full).then(|| Slot {
+                    after: ready.last_key.clone(),
+                    upto: slot.upto.clone(),
+                    state: State::Planned,
+                    started: Instant::now(),
+                });
+                slot.state = State::Arrived { window, ready };
+                if let Some(rest) = rest {
+                    // More rows than the read took: the rest of the range is another chunk.
+                    plan.slots.insert(j + 1, rest);
                 }
-                f.read = Some((c.schema, c.last_key, c.complete));
-                Ok(())
             }
             Err(reason) => {
                 tracing::info!(%reason, "reading the chunk again");
-                self.in_flight = None;
-                Ok(())
+                slot.state = State::Planned;
             }
         }
     }
 
-    /// At a transaction boundary: the chunk in flight as a source transaction of its own, when
-    /// it arrived and the stream (at `tracker`) has read past its watermark.
+    /// At a transaction boundary: every chunk that arrived, comes next in its table's key order
+    /// and whose watermark the stream (at `tracker`) has passed, each as a source transaction
+    /// of its own.
     pub fn try_emit(&mut self, tracker: &Tracker) -> Result<Option<Vec<Change>>> {
-        let ready = self.in_flight.as_ref().is_some_and(|f| {
-            f.read.is_some()
-                && f.window
-                    .watermark()
-                    .is_some_and(|w| w.passed(&tracker.file, tracker.pos, tracker.mysql.as_ref()))
-        });
-        if !ready {
-            return Ok(None);
+        let mut out = Vec::new();
+        for i in 0..self.plans.len() {
+            loop {
+                let ready = self.plans[i].slots.front().is_some_and(|s| match &s.state {
+                    State::Arrived { window, .. } => window.watermark().is_some_and(|w| {
+                        w.passed(&tracker.file, tracker.pos, tracker.mysql.as_ref())
+                    }),
+                    State::Batch { watermark, .. } => {
+                        watermark.passed(&tracker.file, tracker.pos, tracker.mysql.as_ref())
+                    }
+                    _ => false,
+                });
+                if !ready {
+                    break;
+                }
+                let Some(slot) = self.plans[i].slots.pop_front() else {
+                    break;
+                };
+                self.emit(i, slot, tracker, &mut out)?;
+            }
         }
-        let Some(f) = self.in_flight.take() else {
-            return Ok(None);
+        Ok((!out.is_empty()).then_some(out))
+    }
+
+    fn emit(
+        &mut self,
+        i: usize,
+        slot: Slot,
+        tracker: &Tracker,
+        out: &mut Vec<Change>,
+    ) -> Result<()> {
+        let (rows, read, ready) = match slot.state {
+            State::Arrived { window, ready } => match window.finish() {
+                Some((rows, read)) => (rows, read, ready),
+                None => return Ok(()),
+            },
+            State::Batch { rows, ready, .. } => {
+                let n = rows.len();
+                (rows, n, ready)
+            }
+            _ => return Ok(()),
         };
-        let (db, table) = (f.window.db.clone(), f.window.table.clone());
-        let Some((schema, last_key, complete)) = f.read.clone() else {
-            return Ok(None);
+        let (db, table) = {
+            let t = &self.progress.tables[i];
+            (t.db.clone(), t.table.clone())
         };
-        let Some((rows, read)) = f.window.finish() else {
-            return Ok(None);
-        };
-        let ctx = self.context(&db, &table, &schema)?;
+        let ctx = self.context(&db, &table, &ready.schema)?;
         let now_ms = crate::sink::offsets::now_ms();
-        let mut out = Vec::with_capacity(2 + rows.len() / ROWS_PER_CHANGE);
         let emitted = rows.len();
-        if let Some(ctx) = ctx {
-            let meta = TxnMeta {
+        let mut began = false;
+        if let Some(ctx) = ctx.filter(|_| !rows.is_empty()) {
+            began = true;
+            out.push(Change::Begin(TxnMeta {
                 gtid: None,
                 file: Arc::from(tracker.file.as_str()),
                 pos: tracker.pos,
                 ts_sec: u32::try_from(now_ms / 1000).unwrap_or(u32::MAX),
                 server_id: 0,
                 thread: None,
-                connector: self.connector,
-            };
-            out.push(Change::Begin(meta));
+                connector: self.info.flavor.connector(),
+            }));
             let mut rows = rows.into_iter().peekable();
             while rows.peek().is_some() {
                 let batch: Vec<RowImage> = rows
@@ -282,33 +589,44 @@ impl Snapshotter {
                 });
             }
         }
-        if let Some(t) = self.progress.table_mut(&db, &table) {
-            if last_key.is_some() {
-                t.after = last_key;
+        let t = &mut self.progress.tables[i];
+        if !t.scan {
+            // The range is covered up to its planned end, or up to the last row read when the
+            // read stopped at its limit or the range was open-ended.
+            let reached = if ready.full || slot.upto.is_none() {
+                ready.last_key.clone()
+            } else {
+                slot.upto.clone()
+            };
+            if reached.is_some() {
+                t.after = reached;
             }
-            t.rows += emitted as u64;
-            t.chunks += 1;
-            t.done = complete;
-            tracing::info!(
-                table = %format!("{db}.{table}"),
-                rows = t.rows,
-                estimate = t.estimate,
-                chunk_rows = read,
-                emitted,
-                done = t.done,
-                ms = f.started.elapsed().as_millis() as u64,
-                "snapshot chunk"
-            );
         }
-        self.shared = Arc::new(self.progress.clone());
+        t.rows += emitted as u64;
+        t.chunks += 1;
+        t.done = ready.complete;
+        tracing::info!(
+            table = %format!("{db}.{table}"),
+            rows = t.rows,
+            estimate = t.estimate,
+            chunk_rows = read,
+            emitted,
+            done = t.done,
+            ms = slot.started.elapsed().as_millis() as u64,
+            "snapshot chunk"
+        );
+        if t.done {
+            tracing::info!(table = %format!("{db}.{table}"), rows = t.rows, chunks = t.chunks, request = t.request.as_deref().unwrap_or(""), "table snapshotted");
+        }
+        self.update_shared();
         let mut cp = tracker.checkpoint(now_ms);
-        cp.snapshot = Some(self.shared.clone());
-        if out.is_empty() {
-            out.push(Change::Progress(cp));
+        cp.snapshot = self.progress();
+        out.push(if began {
+            Change::Commit(cp)
         } else {
-            out.push(Change::Commit(cp));
-        }
-        Ok(Some(out))
+            Change::Progress(cp)
+        });
+        Ok(())
     }
 
     /// The stream's table context for snapshot rows of `db.table` read with `schema` (cached
@@ -345,33 +663,148 @@ impl Snapshotter {
         Ok(Some(ctx))
     }
 
-    /// Asks for the next chunk when none is in flight (registering its window first, before
-    /// the reader takes any watermark). `executed`: the stream's executed GTID set now.
-    pub async fn request_next(&mut self, executed: Option<&GtidSet>) -> Result<()> {
-        if self.in_flight.is_some() {
-            return Ok(());
+    /// Chunks asked and not emitted yet, over all tables.
+    fn in_flight(&self) -> usize {
+        self.plans
+            .iter()
+            .flat_map(|p| p.slots.iter())
+            .filter(|s| !matches!(s.state, State::Planned))
+            .count()
+    }
+
+    /// At a transaction boundary: closes the readers when every table is done; otherwise asks
+    /// for more chunks while readers are free, registering each chunk's window before its
+    /// reader takes any watermark. `executed`: the stream's executed GTID set now. Returns
+    /// true when the snapshot just finished.
+    pub async fn step(&mut self, executed: Option<&GtidSet>) -> Result<bool> {
+        if self.progress.done() {
+            if self.pending.is_empty() {
+                self.pool = None;
+            }
+            let was = std::mem::replace(&mut self.running, false);
+            return Ok(was);
         }
-        let Some(t) = self.progress.next_table() else {
-            return Ok(());
+        if self.pool.is_none() {
+            self.pool = Some(
+                Pool::start(
+                    &self.connect,
+                    &self.info,
+                    self.cfg.chunk_size,
+                    self.cfg.parallelism,
+                )
+                .await?,
+            );
+        }
+        let parallelism = self.cfg.parallelism.max(1);
+        // Chunks read ahead: one more than readers, so a reader is busy while a chunk waits
+        // for the stream; memory holds at most this many chunks.
+        let ahead = parallelism + 1;
+        let mut requests = Vec::new();
+        for i in 0..self.plans.len() {
+            if self.progress.tables[i].done {
+                continue;
+            }
+            loop {
+                if self.pending.len() + requests.len() >= parallelism || self.in_flight() >= ahead {
+                    break;
+                }
+                match self.next_request(i, executed) {
+                    Some(r) => requests.push(r),
+                    None => break,
+                }
+            }
+            if !self.plans[i].planned_all {
+                // Tables are planned one after another.
+                break;
+            }
+        }
+        for r in requests {
+            self.pending.insert(r.seq);
+            let pool = self
+                .pool
+                .as_ref()
+                .ok_or_else(|| Error::transient("the snapshot readers stopped"))?;
+            pool.send(r).await?;
+        }
+        Ok(false)
+    }
+
+    /// The next request for entry `i`, if it has one to make now.
+    fn next_request(&mut self, i: usize, executed: Option<&GtidSet>) -> Option<ReadRequest> {
+        let (db, table, filter, estimate) = {
+            let t = &self.progress.tables[i];
+            (t.db.clone(), t.table.clone(), t.filter.clone(), t.estimate)
         };
-        let (db, table, after) = (t.db.clone(), t.table.clone(), t.after.clone());
         self.seq += 1;
+        let seq = self.seq;
         let fresh = self.fresh.remove(&(db.clone(), table.clone()));
-        self.in_flight = Some(InFlight {
-            seq: self.seq,
-            window: Window::new(&db, &table, self.max_window_changes, executed.cloned()),
-            read: None,
-            started: Instant::now(),
+        let plan = &mut self.plans[i];
+        let req = |what| ReadRequest {
+            seq,
+            db: db.clone(),
+            table: table.clone(),
+            what,
+            filter: filter.clone(),
+            fresh,
+        };
+        let window = || Window::new(&db, &table, self.cfg.max_window_changes, executed.cloned());
+        // A chunk planned before (the rest of a range, or one to read again) comes first.
+        if let Some(slot) = plan
+            .slots
+            .iter_mut()
+            .find(|s| matches!(s.state, State::Planned))
+        {
+            slot.state = State::Reading {
+                seq,
+                window: window(),
+            };
+            slot.started = Instant::now();
+            return Some(req(Read::Chunk {
+                after: slot.after.clone(),
+                upto: slot.upto.clone(),
+            }));
+        }
+        if plan.planned_all {
+            return None;
+        }
+        if plan.scan {
+            plan.planned_all = true;
+            plan.slots.push_back(Slot {
+                after: None,
+                upto: None,
+                state: State::Scanning { seq },
+                started: Instant::now(),
+            });
+            return Some(req(Read::Scan));
+        }
+        let next = plan.bounds.pop_front().map(Some).or_else(|| {
+            // After the last split point: the rest of the table, a chunk at a time.
+            (plan.end).then_some(None)
         });
-        self.requests
-            .send(ReadRequest {
-                seq: self.seq,
-                db,
-                table,
-                after,
-                fresh,
-            })
-            .await
-            .map_err(|_| Error::transient("the snapshot reader stopped"))
+        match next {
+            Some(upto) => {
+                plan.planned_all = upto.is_none();
+                let after = std::mem::replace(&mut plan.planned_to, upto.clone());
+                plan.slots.push_back(Slot {
+                    after: after.clone(),
+                    upto: upto.clone(),
+                    state: State::Reading {
+                        seq,
+                        window: window(),
+                    },
+                    started: Instant::now(),
+                });
+                Some(req(Read::Chunk { after, upto }))
+            }
+            None if plan.splitting.is_none() => {
+                plan.splitting = Some(seq);
+                Some(req(Read::Split {
+                    after: plan.planned_to.clone(),
+                    count: self.cfg.parallelism.max(1) * 2,
+                    estimate: estimate == 0 && plan.planned_to.is_none(),
+                }))
+            }
+            None => None,
+        }
     }
 }

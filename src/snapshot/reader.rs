@@ -6,13 +6,14 @@ use std::sync::Arc;
 
 use mysql_async::prelude::*;
 use mysql_async::{Conn, Row};
+use tokio::sync::mpsc;
 
-use super::chunk::{chunk_query, quote, KeyColumn};
+use super::chunk::{chunk_query, quote, split_query, KeyColumn, Range};
 use super::progress::KeyValue;
 use super::values::{decode_row, select_list, SESSION_SETUP};
 use super::window::Watermark;
 use crate::error::{mysql_error, Error, Result};
-use crate::position::{FilePos, GtidSet};
+use crate::position::FilePos;
 use crate::schema::information_schema::load_table_schema;
 use crate::schema::{ServerFlavor, TableSchema};
 use crate::source::server::{self, ConnectOptions, Flavor, ServerInfo};
@@ -21,7 +22,31 @@ use crate::value::Value;
 /// MySQL error: the table does not exist.
 const ER_NO_SUCH_TABLE: u16 = 1146;
 
-/// What to read: the chunk of `db.table` after `after` (from the start when `None`).
+/// What a request reads.
+#[derive(Debug, Clone)]
+pub enum Read {
+    /// The rows after `after` (from the start when `None`) up to and including `upto`; when
+    /// `upto` is `None`, the next `chunk_size` rows.
+    Chunk {
+        /// Key of the last row before the chunk.
+        after: Option<Vec<KeyValue>>,
+        /// Key of the chunk's last row (as planned).
+        upto: Option<Vec<KeyValue>>,
+    },
+    /// Up to `count` split points after `after`: the keys that end the next chunks.
+    Split {
+        /// Key of the last row before the first chunk to plan.
+        after: Option<Vec<KeyValue>>,
+        /// How many chunks to plan.
+        count: usize,
+        /// Also estimate the table's rows (the first split of an ad-hoc request).
+        estimate: bool,
+    },
+    /// The whole table in one pass, in batches of `chunk_size` rows (it has no usable key).
+    Scan,
+}
+
+/// A request to a chunk reader.
 #[derive(Debug, Clone)]
 pub struct ReadRequest {
     /// Sequence number, returned with the result (a result of a cancelled request is dropped).
@@ -30,8 +55,10 @@ pub struct ReadRequest {
     pub db: String,
     /// Table.
     pub table: String,
-    /// Key of the last emitted row.
-    pub after: Option<Vec<KeyValue>>,
+    /// What to read.
+    pub what: Read,
+    /// Only rows matching this SQL condition (an ad-hoc request's filter).
+    pub filter: Option<String>,
     /// Forget the cached shape of the table first (it changed).
     pub fresh: bool,
 }
@@ -47,26 +74,48 @@ pub struct ChunkRead {
     pub table: String,
     /// The table's shape the rows were read with.
     pub schema: Arc<TableSchema>,
-    /// Key columns (names), and their indexes in `schema`.
+    /// Key columns (names); empty for a one-pass scan.
     pub key_names: Vec<String>,
     /// Indexes of the key columns in the rows.
     pub key_idx: Vec<usize>,
     /// The rows, in key order, one value per column of `schema`.
     pub rows: Vec<Vec<Value>>,
-    /// Key of the last row read (`None` when no row was read).
+    /// Key of the last row read (`None` when no row was read, and in a scan).
     pub last_key: Option<Vec<KeyValue>>,
     /// Where the chunk's snapshot sits in the binlog.
     pub watermark: Watermark,
-    /// Fewer rows than a full chunk: the table is read to its end.
+    /// The read stopped at its row limit: rows of the planned range may be left after
+    /// `last_key`.
+    pub full: bool,
+    /// The table is read to its end (an open-ended chunk that was not full, or a scan's last
+    /// batch).
     pub complete: bool,
 }
 
 /// What a request produced.
 #[derive(Debug)]
 pub enum ReadOutcome {
-    /// A chunk.
+    /// A chunk (or a batch of a scan).
     Chunk(ChunkRead),
-    /// The table cannot be read by chunks (gone, or no usable key): why.
+    /// Split points.
+    Split {
+        /// The request's sequence number.
+        seq: u64,
+        /// The key's column names.
+        key_names: Vec<String>,
+        /// Keys ending the next chunks, ascending.
+        bounds: Vec<Vec<KeyValue>>,
+        /// Fewer than asked were found: after the last bound only a chunk's worth is left.
+        end: bool,
+        /// The server's row estimate, when asked.
+        estimate: Option<u64>,
+    },
+    /// The table has no usable key: it can only be read in one pass.
+    NoKey {
+        /// The request's sequence number.
+        seq: u64,
+    },
+    /// The table cannot be read (gone, or the filter is refused): why.
     Skip {
         /// The request's sequence number.
         seq: u64,
@@ -74,6 +123,39 @@ pub enum ReadOutcome {
         reason: String,
     },
 }
+
+/// A failed read: server errors keep their code (a missing table or a refused filter ends
+/// the table's snapshot; other errors end the attempt).
+enum Failure {
+    Server(String, mysql_async::Error),
+    Other(Error),
+}
+
+impl From<Error> for Failure {
+    fn from(e: Error) -> Self {
+        Failure::Other(e)
+    }
+}
+
+impl Failure {
+    fn code(&self) -> Option<u16> {
+        match self {
+            Failure::Server(_, mysql_async::Error::Server(e)) => Some(e.code),
+            _ => None,
+        }
+    }
+
+    fn into_error(self) -> Error {
+        match self {
+            Failure::Server(context, e) => mysql_error(context, &e),
+            Failure::Other(e) => e,
+        }
+    }
+}
+
+/// Server errors that say nothing about the statement (the server is busy, going away or
+/// killed the query): the attempt is retried rather than the filter blamed.
+const TRANSIENT_CODES: &[u16] = &[1040, 1053, 1205, 1213, 1317, 1927, 3024];
 
 /// The cached facts of one table.
 struct TableInfo {
@@ -126,61 +208,169 @@ impl Reader {
         })
     }
 
-    /// Reads one chunk.
-    pub async fn read(&mut self, req: &ReadRequest) -> Result<ReadOutcome> {
-        let name = (req.db.clone(), req.table.clone());
-        if req.fresh {
+    /// The cached facts of `db.table` (read when missing or `fresh`); `Err(reason)` when the
+    /// table is gone.
+    async fn info(
+        &mut self,
+        db: &str,
+        table: &str,
+        fresh: bool,
+    ) -> Result<std::result::Result<Arc<TableInfo>, String>> {
+        let name = (db.to_string(), table.to_string());
+        if fresh {
             self.tables.remove(&name);
         }
-        let info = match self.tables.get(&name) {
-            Some(i) => i.clone(),
-            None => match self.table_info(&req.db, &req.table).await? {
-                Ok(i) => {
-                    let i = Arc::new(i);
-                    self.tables.insert(name, i.clone());
-                    i
-                }
-                Err(reason) => {
-                    return Ok(ReadOutcome::Skip {
-                        seq: req.seq,
-                        reason,
-                    })
-                }
-            },
+        if let Some(i) = self.tables.get(&name) {
+            return Ok(Ok(i.clone()));
+        }
+        Ok(match self.table_info(db, table).await? {
+            Ok(i) => {
+                let i = Arc::new(i);
+                self.tables.insert(name, i.clone());
+                Ok(i)
+            }
+            Err(reason) => Err(reason),
+        })
+    }
+
+    /// Carries out one request; a scan sends its batches to `out` as it goes.
+    pub async fn serve(
+        &mut self,
+        req: &ReadRequest,
+        out: &mpsc::Sender<Result<ReadOutcome>>,
+    ) -> Result<Option<ReadOutcome>> {
+        let info = match self.info(&req.db, &req.table, req.fresh).await? {
+            Ok(i) => i,
+            Err(reason) => {
+                return Ok(Some(ReadOutcome::Skip {
+                    seq: req.seq,
+                    reason,
+                }))
+            }
+        };
+        let result = match &req.what {
+            Read::Split {
+                after,
+                count,
+                estimate,
+            } => {
+                let estimate = if *estimate {
+                    Some(estimate_rows(&mut self.conn, &req.db, &req.table).await?)
+                } else {
+                    None
+                };
+                self.split(req, &info, after.as_deref(), *count, estimate)
+                    .await
+            }
+            Read::Chunk { after, upto } => {
+                self.chunk(req, &info, after.as_deref(), upto.as_deref())
+                    .await
+            }
+            Read::Scan => self.scan(req, &info, out).await.map(|()| None),
+        };
+        match result {
+            Ok(o) => Ok(o),
+            Err(f) if f.code() == Some(ER_NO_SUCH_TABLE) => {
+                self.tables.remove(&(req.db.clone(), req.table.clone()));
+                Ok(Some(ReadOutcome::Skip {
+                    seq: req.seq,
+                    reason: "the table no longer exists".into(),
+                }))
+            }
+            Err(f)
+                if req.filter.is_some()
+                    && f.code().is_some_and(|c| !TRANSIENT_CODES.contains(&c)) =>
+            {
+                Ok(Some(ReadOutcome::Skip {
+                    seq: req.seq,
+                    reason: format!(
+                        "the server refused the filter {:?}: {}",
+                        req.filter.as_deref().unwrap_or(""),
+                        f.into_error()
+                    ),
+                }))
+            }
+            Err(f) => Err(f.into_error()),
+        }
+    }
+
+    /// Up to `count` keys ending the next chunks after `after`.
+    async fn split(
+        &mut self,
+        req: &ReadRequest,
+        info: &TableInfo,
+        mut after: Option<&[KeyValue]>,
+        count: usize,
+        estimate: Option<u64>,
+    ) -> std::result::Result<Option<ReadOutcome>, Failure> {
+        if info.key.is_empty() {
+            return Ok(Some(ReadOutcome::NoKey { seq: req.seq }));
+        }
+        let mut bounds: Vec<Vec<KeyValue>> = Vec::with_capacity(count);
+        let mut end = false;
+        while bounds.len() < count {
+            let (sql, params) = split_query(&req.db, &req.table, &info.key, after, self.chunk_size)
+                .map_err(|e| snapshot_error(req, e))?;
+            let row: Option<Row> = self
+                .conn
+                .exec_first(&sql, params)
+                .await
+                .map_err(|e| Failure::Server(format!("planning snapshot chunks ({sql})"), e))?;
+            let Some(row) = row else {
+                end = true;
+                break;
+            };
+            let key = row_key(&row, 0, info.key.len()).ok_or_else(|| {
+                snapshot_error(req, "a key column is NULL at a chunk boundary".into())
+            })?;
+            bounds.push(key);
+            after = bounds.last().map(Vec::as_slice);
+        }
+        Ok(Some(ReadOutcome::Split {
+            seq: req.seq,
+            key_names: info.key.iter().map(|k| k.name.clone()).collect(),
+            bounds,
+            end,
+            estimate,
+        }))
+    }
+
+    /// One chunk in its own consistent snapshot.
+    async fn chunk(
+        &mut self,
+        req: &ReadRequest,
+        info: &TableInfo,
+        after: Option<&[KeyValue]>,
+        upto: Option<&[KeyValue]>,
+    ) -> std::result::Result<Option<ReadOutcome>, Failure> {
+        // A planned range holds about a chunk; rows inserted into it since it was planned may
+        // make it larger, up to twice a chunk per read (the rest is read as another chunk).
+        let limit = if upto.is_some() {
+            self.chunk_size.saturating_mul(2)
+        } else {
+            self.chunk_size
+        };
+        let range = Range {
+            after,
+            upto,
+            filter: req.filter.as_deref(),
         };
         let (sql, params) = chunk_query(
             &req.db,
             &req.table,
             &info.select,
             &info.key,
-            req.after.as_deref(),
-            self.chunk_size,
+            &range,
+            Some(limit),
         )
-        .map_err(|e| Error::definite(format!("snapshot of `{}`.`{}`: {e}", req.db, req.table)))?;
-        let low = match self.flavor {
-            Flavor::MySql => Some(server::mysql_gtid_var(&mut self.conn, "gtid_executed").await?),
-            Flavor::MariaDb => None,
-        };
-        self.conn
-            .query_drop("START TRANSACTION WITH CONSISTENT SNAPSHOT")
-            .await
-            .map_err(|e| mysql_error("starting a snapshot transaction", &e))?;
-        let read = self.read_in_snapshot(&sql, params, &info, low).await;
+        .map_err(|e| snapshot_error(req, e))?;
+        let watermark = self.begin_snapshot().await?;
+        let read = self.read_rows(&sql, params, info).await;
         // Ends the read-only transaction whatever happened.
         let _ = self.conn.query_drop("COMMIT").await;
-        let (rows, last_key, watermark) = match read {
-            Ok(r) => r,
-            Err(e) if is_no_such_table(&e) => {
-                self.tables.remove(&(req.db.clone(), req.table.clone()));
-                return Ok(ReadOutcome::Skip {
-                    seq: req.seq,
-                    reason: "the table no longer exists".into(),
-                });
-            }
-            Err(e) => return Err(e),
-        };
-        let complete = rows.len() < self.chunk_size;
-        Ok(ReadOutcome::Chunk(ChunkRead {
+        let (rows, last_key) = read?;
+        let full = rows.len() >= limit;
+        Ok(Some(ReadOutcome::Chunk(ChunkRead {
             seq: req.seq,
             db: req.db.clone(),
             table: req.table.clone(),
@@ -189,40 +379,53 @@ impl Reader {
             key_idx: info.key_idx.clone(),
             rows,
             last_key,
-            watermark,
-            complete,
-        }))
+            watermark: watermark.clone(),
+            full,
+            complete: upto.is_none() && !full,
+        })))
     }
 
-    async fn read_in_snapshot(
+    /// Starts a consistent-snapshot transaction and places it in the binlog.
+    async fn begin_snapshot(&mut self) -> std::result::Result<Watermark, Failure> {
+        let low = match self.flavor {
+            Flavor::MySql => Some(server::mysql_gtid_var(&mut self.conn, "gtid_executed").await?),
+            Flavor::MariaDb => None,
+        };
+        self.conn
+            .query_drop("START TRANSACTION WITH CONSISTENT SNAPSHOT")
+            .await
+            .map_err(|e| Failure::Server("starting a snapshot transaction".into(), e))?;
+        let mark = match low {
+            Some(low) => {
+                let high = server::mysql_gtid_var(&mut self.conn, "gtid_executed").await;
+                high.map(|high| Watermark::Gtid { low, high })
+            }
+            None => self.mariadb_snapshot_position().await.map(Watermark::Exact),
+        };
+        if mark.is_err() {
+            let _ = self.conn.query_drop("COMMIT").await;
+        }
+        Ok(mark?)
+    }
+
+    async fn read_rows(
         &mut self,
         sql: &str,
         params: Vec<mysql_async::Value>,
         info: &TableInfo,
-        low: Option<GtidSet>,
-    ) -> Result<(Vec<Vec<Value>>, Option<Vec<KeyValue>>, Watermark)> {
-        let watermark = match low {
-            Some(low) => {
-                let high = server::mysql_gtid_var(&mut self.conn, "gtid_executed").await?;
-                Watermark::Gtid { low, high }
-            }
-            None => Watermark::Exact(self.mariadb_snapshot_position().await?),
-        };
+    ) -> std::result::Result<(Vec<Vec<Value>>, Option<Vec<KeyValue>>), Failure> {
         let result: Vec<Row> = self
             .conn
             .exec(sql, params)
             .await
-            .map_err(|e| mysql_error(format!("reading a snapshot chunk ({sql})"), &e))?;
+            .map_err(|e| Failure::Server(format!("reading a snapshot chunk ({sql})"), e))?;
         let n = info.schema.columns.len();
         let mut rows = Vec::with_capacity(result.len());
         let mut last_key = None;
         let count = result.len();
         for (i, row) in result.into_iter().enumerate() {
-            if i + 1 == count {
-                let key: Option<Vec<KeyValue>> = (0..info.key.len())
-                    .map(|k| row.as_ref(n + k).and_then(KeyValue::from_mysql))
-                    .collect();
-                last_key = Some(key.ok_or_else(|| {
+            if i + 1 == count && !info.key.is_empty() {
+                last_key = Some(row_key(&row, n, info.key.len()).ok_or_else(|| {
                     Error::definite(format!(
                         "snapshot of `{}`.`{}`: a key column is NULL in the last row of a chunk",
                         info.schema.db, info.schema.table
@@ -231,7 +434,68 @@ impl Reader {
             }
             rows.push(decode_row(&info.schema, row)?);
         }
-        Ok((rows, last_key, watermark))
+        Ok((rows, last_key))
+    }
+
+    /// The whole table (matching the filter) in one consistent snapshot, sent to `out` in
+    /// batches of `chunk_size` rows as they are read (the bounded channel holds the read back
+    /// while the stream catches up, so memory holds a few batches, not the table).
+    async fn scan(
+        &mut self,
+        req: &ReadRequest,
+        info: &TableInfo,
+        out: &mpsc::Sender<Result<ReadOutcome>>,
+    ) -> std::result::Result<(), Failure> {
+        let range = Range {
+            filter: req.filter.as_deref(),
+            ..Range::default()
+        };
+        let (sql, params) = chunk_query(&req.db, &req.table, &info.select, &[], &range, None)
+            .map_err(|e| snapshot_error(req, e))?;
+        let watermark = self.begin_snapshot().await?;
+        let chunk_size = self.chunk_size;
+        let conn = &mut self.conn;
+        let read = async {
+            let mut result = conn
+                .exec_iter(sql.as_str(), params)
+                .await
+                .map_err(|e| Failure::Server(format!("scanning a table ({sql})"), e))?;
+            let mut rows = Vec::with_capacity(chunk_size);
+            loop {
+                let row = result
+                    .next()
+                    .await
+                    .map_err(|e| Failure::Server(format!("scanning a table ({sql})"), e))?;
+                let last = row.is_none();
+                if let Some(row) = row {
+                    rows.push(decode_row(&info.schema, row)?);
+                }
+                if rows.len() >= chunk_size || last {
+                    let batch = ChunkRead {
+                        seq: req.seq,
+                        db: req.db.clone(),
+                        table: req.table.clone(),
+                        schema: info.schema.clone(),
+                        key_names: Vec::new(),
+                        key_idx: Vec::new(),
+                        rows: std::mem::replace(&mut rows, Vec::with_capacity(chunk_size)),
+                        last_key: None,
+                        watermark: watermark.clone(),
+                        full: !last,
+                        complete: last,
+                    };
+                    if out.send(Ok(ReadOutcome::Chunk(batch))).await.is_err() {
+                        return Ok(());
+                    }
+                }
+                if last {
+                    return Ok(());
+                }
+            }
+        }
+        .await;
+        let _ = self.conn.query_drop("COMMIT").await;
+        read
     }
 
     /// `binlog_snapshot_file` and `binlog_snapshot_position` of the open consistent snapshot.
@@ -260,7 +524,8 @@ impl Reader {
         }
     }
 
-    /// The shape and chunk key of a table: `Err(reason)` when it cannot be read by chunks.
+    /// The shape and chunk key of a table (no key when it has neither a primary key nor a
+    /// unique index of NOT NULL columns): `Err(reason)` when the table is gone.
     async fn table_info(
         &mut self,
         db: &str,
@@ -278,16 +543,10 @@ impl Reader {
             Err(e) => return Err(e),
         };
         let key_names: Vec<String> = if schema.primary_key.is_empty() {
-            match self.unique_not_null_key(db, table).await? {
-                Some(k) => k,
-                None => {
-                    return Ok(Err(
-                        "it has neither a primary key nor a unique index of NOT NULL columns \
-                         to read it by chunks"
-                            .into(),
-                    ))
-                }
-            }
+            // Neither: no key (the table is read in one pass).
+            self.unique_not_null_key(db, table)
+                .await?
+                .unwrap_or_default()
         } else {
             schema
                 .primary_key
@@ -378,10 +637,92 @@ impl Reader {
     }
 }
 
-fn is_no_such_table(e: &Error) -> bool {
-    e.to_string()
-        .contains(&format!("ERROR {ER_NO_SUCH_TABLE} "))
-        || e.to_string().contains(&format!("({ER_NO_SUCH_TABLE})"))
+/// The key columns of a result row, starting at column `from`.
+fn row_key(row: &Row, from: usize, len: usize) -> Option<Vec<KeyValue>> {
+    (0..len)
+        .map(|k| row.as_ref(from + k).and_then(KeyValue::from_mysql))
+        .collect()
+}
+
+fn snapshot_error(req: &ReadRequest, e: String) -> Failure {
+    Failure::Other(Error::definite(format!(
+        "snapshot of `{}`.`{}`: {e}",
+        req.db, req.table
+    )))
+}
+
+/// `parallelism` chunk readers, each on its own connection, taking requests from one queue.
+pub struct Pool {
+    requests: mpsc::Sender<ReadRequest>,
+    results: mpsc::Receiver<Result<ReadOutcome>>,
+    tasks: Vec<tokio::task::JoinHandle<()>>,
+}
+
+impl Drop for Pool {
+    fn drop(&mut self) {
+        for t in &self.tasks {
+            t.abort();
+        }
+    }
+}
+
+impl Pool {
+    /// Connects the readers.
+    pub async fn start(
+        options: &ConnectOptions,
+        info: &ServerInfo,
+        chunk_size: usize,
+        parallelism: usize,
+    ) -> Result<Pool> {
+        let n = parallelism.max(1);
+        let (req_tx, req_rx) = mpsc::channel::<ReadRequest>(n * 2);
+        let (res_tx, res_rx) = mpsc::channel(n * 2);
+        let req_rx = Arc::new(tokio::sync::Mutex::new(req_rx));
+        let readers = futures_util::future::try_join_all(
+            (0..n).map(|_| Reader::connect(options, info, chunk_size)),
+        )
+        .await?;
+        let tasks = readers
+            .into_iter()
+            .map(|mut reader| {
+                let (req_rx, res_tx) = (req_rx.clone(), res_tx.clone());
+                tokio::spawn(async move {
+                    loop {
+                        let req = { req_rx.lock().await.recv().await };
+                        let Some(req) = req else { return };
+                        let out = reader.serve(&req, &res_tx).await;
+                        let failed = out.is_err();
+                        let sent = match out {
+                            Ok(None) => true,
+                            Ok(Some(o)) => res_tx.send(Ok(o)).await.is_ok(),
+                            Err(e) => res_tx.send(Err(e)).await.is_ok(),
+                        };
+                        if !sent || failed {
+                            return;
+                        }
+                    }
+                })
+            })
+            .collect();
+        Ok(Pool {
+            requests: req_tx,
+            results: res_rx,
+            tasks,
+        })
+    }
+
+    /// Queues a request.
+    pub async fn send(&self, req: ReadRequest) -> Result<()> {
+        self.requests
+            .send(req)
+            .await
+            .map_err(|_| Error::transient("the snapshot readers stopped"))
+    }
+
+    /// The next result (cancel-safe).
+    pub async fn next(&mut self) -> Option<Result<ReadOutcome>> {
+        self.results.recv().await
+    }
 }
 
 /// `SELECT` of the row estimate of a table (`information_schema.TABLES.TABLE_ROWS`).

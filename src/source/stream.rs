@@ -52,6 +52,8 @@ pub struct SourceSettings {
     pub router: Arc<Router>,
     /// How snapshots read.
     pub snapshot: crate::config::SnapshotConfig,
+    /// Where ad-hoc snapshot requests come from (the HTTP API), if anywhere.
+    pub adhoc: Option<crate::snapshot::adhoc::Inbox>,
 }
 
 /// Source transactions that ended in ROLLBACK after some of their rows were already written
@@ -1606,17 +1608,18 @@ pub async fn run(
         skip,
     );
     asm.set_defs(resume.defs.iter().cloned());
-    let mut snap = match resume.snapshot.clone() {
-        Some(p) => Some(
-            Snapshotter::start(
-                p,
-                &settings.connect,
-                info,
-                &settings.snapshot,
-                settings.router.clone(),
-            )
-            .await?,
-        ),
+    let mut snap = Some(Snapshotter::new(
+        resume.snapshot.clone(),
+        &settings.connect,
+        info,
+        &settings.snapshot,
+        settings.router.clone(),
+        settings.adhoc.clone(),
+    ));
+    // Ad-hoc snapshot requests (the HTTP API), taken between source transactions.
+    let inbox = settings.adhoc.as_ref().map(|i| i.receiver());
+    let mut commands = match &inbox {
+        Some(m) => Some(m.lock().await),
         None => None,
     };
     if resume.defs_unwritten && !resume.defs.is_empty() {
@@ -1660,9 +1663,36 @@ pub async fn run(
             biased;
             _ = shutdown.changed() => return Ok(()),
             r = next_snapshot_result(&mut snap) => Next::Snapshot(Box::new(r)),
+            c = next_command(&mut commands), if asm.at_boundary() => Next::Command(c),
             n = tokio::time::timeout(silence, stream.next_event()) => Next::Event(n),
         };
         let next = match next {
+            Next::Command(None) => {
+                commands = None;
+                continue;
+            }
+            Next::Command(Some(cmd)) => {
+                let Some(s) = snap.as_mut() else { continue };
+                let answer = s.accept(cmd.request);
+                if let Ok(a) = &answer {
+                    tracing::info!(id = %a.id, tables = ?a.tables, "ad-hoc snapshot accepted");
+                }
+                let accepted = answer.is_ok();
+                let _ = cmd.reply.send(answer);
+                if accepted {
+                    // The request commits with the next checkpoint: send one now.
+                    let mut change =
+                        Change::Progress(asm.tracker().checkpoint(crate::sink::offsets::now_ms()));
+                    s.observe(&mut change);
+                    if tx.send(change).await.is_err() {
+                        return Ok(());
+                    }
+                    if snapshot_step(&mut snap, &asm, &tx, &mut shutdown).await? == Flow::Stop {
+                        return Ok(());
+                    }
+                }
+                continue;
+            }
             Next::Snapshot(r) => {
                 if let Some(s) = snap.as_mut() {
                     match *r {
@@ -1759,6 +1789,7 @@ pub async fn run(
 /// What the stream loop waits for.
 enum Next<E> {
     Snapshot(Box<Option<Result<crate::snapshot::reader::ReadOutcome>>>),
+    Command(Option<crate::snapshot::adhoc::Command>),
     Event(E),
 }
 
@@ -1769,18 +1800,30 @@ enum Flow {
     Stop,
 }
 
-/// The next chunk-reader result, or never when no snapshot runs.
+/// The next chunk-reader result, or never when no reader runs.
 async fn next_snapshot_result(
     snap: &mut Option<Snapshotter>,
 ) -> Option<Result<crate::snapshot::reader::ReadOutcome>> {
     match snap.as_mut() {
-        Some(s) if !s.finished() => s.next_result().await,
+        Some(s) if s.reading() => s.next_result().await,
         _ => std::future::pending().await,
     }
 }
 
-/// At a transaction boundary, emits the snapshot chunk that is ready and asks for the next
-/// one. A finished snapshot ends here (and so does the pipeline when it was to stop then).
+/// The next ad-hoc snapshot request, or never without an API.
+async fn next_command(
+    commands: &mut Option<
+        tokio::sync::MutexGuard<'_, mpsc::Receiver<crate::snapshot::adhoc::Command>>,
+    >,
+) -> Option<crate::snapshot::adhoc::Command> {
+    match commands.as_mut() {
+        Some(rx) => rx.recv().await,
+        None => std::future::pending().await,
+    }
+}
+
+/// At a transaction boundary, emits the snapshot chunks that are ready and asks for more.
+/// A finished snapshot ends here (and so does the pipeline when it was to stop then).
 async fn snapshot_step(
     snap: &mut Option<Snapshotter>,
     asm: &Assembler,
@@ -1790,7 +1833,7 @@ async fn snapshot_step(
     let Some(s) = snap.as_mut() else {
         return Ok(Flow::Go);
     };
-    if s.finished() || !asm.at_boundary() {
+    if !asm.at_boundary() {
         return Ok(Flow::Go);
     }
     if let Some(changes) = s.try_emit(asm.tracker())? {
@@ -1802,13 +1845,13 @@ async fn snapshot_step(
             }
         }
     }
-    if s.finished() {
+    if s.step(asm.tracker().mysql.as_ref()).await? {
         let stop = s.then_stop();
         tracing::info!(stop, "snapshot finished");
-        s.retire();
-        return Ok(if stop { Flow::Stop } else { Flow::Go });
+        if stop {
+            return Ok(Flow::Stop);
+        }
     }
-    s.request_next(asm.tracker().mysql.as_ref()).await?;
     Ok(Flow::Go)
 }
 
