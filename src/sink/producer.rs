@@ -69,7 +69,13 @@ pub struct SinkProducer {
     pub ctx: SinkContext,
     /// How long one produce may wait for queue space, or a flush for acknowledgements.
     pub wait_limit: Duration,
+    /// Records produced since delivery reports were last served.
+    unpolled: std::sync::atomic::AtomicU32,
 }
+
+/// Delivery reports are served every this many records (each poll reads the clock and takes
+/// librdkafka's queue lock; serving them per record cost a tenth of the CPU of a snapshot).
+const POLL_EVERY: u32 = 64;
 
 impl SinkProducer {
     /// Creates the producer. `transactional_id` is `Some` in exactly-once mode.
@@ -100,6 +106,7 @@ impl SinkProducer {
             inner,
             ctx,
             wait_limit: Duration::from_millis(transaction_timeout_ms),
+            unpolled: std::sync::atomic::AtomicU32::new(0),
         })
     }
 
@@ -116,7 +123,11 @@ impl SinkProducer {
             }
             match self.inner.send(rec) {
                 Ok(()) => {
-                    self.inner.poll(Duration::ZERO);
+                    use std::sync::atomic::Ordering::Relaxed;
+                    if self.unpolled.fetch_add(1, Relaxed) + 1 >= POLL_EVERY {
+                        self.unpolled.store(0, Relaxed);
+                        self.inner.poll(Duration::ZERO);
+                    }
                     return Ok(());
                 }
                 Err((KafkaError::MessageProduction(RDKafkaErrorCode::QueueFull), _)) => {

@@ -121,11 +121,6 @@ pub fn decode_row(schema: &TableSchema, mut row: mysql_async::Row) -> Result<Vec
     }
     let mut out = Vec::with_capacity(schema.columns.len());
     for (i, col) in schema.columns.iter().enumerate() {
-        let result_type = row
-            .columns_ref()
-            .get(i)
-            .map(|c| format!(" (result type {:?})", c.column_type()))
-            .unwrap_or_default();
         let cell: Option<Sql> = row.take(i);
         let Some(cell) = cell else {
             return Err(Error::definite(format!(
@@ -134,6 +129,11 @@ pub fn decode_row(schema: &TableSchema, mut row: mysql_async::Row) -> Result<Vec
             )));
         };
         let v = decode_value(&col.kind, cell).map_err(|(found, expected)| {
+            let result_type = row
+                .columns_ref()
+                .get(i)
+                .map(|c| format!(" (result type {:?})", c.column_type()))
+                .unwrap_or_default();
             Error::definite(format!(
                 "snapshot of `{}`.`{}`: column `{}` ({}): found {found}{result_type}, expected \
                  {expected}",
@@ -151,14 +151,35 @@ pub fn decode_row(schema: &TableSchema, mut row: mysql_async::Row) -> Result<Vec
 /// What was found and what was expected.
 type Mismatch = (String, String);
 
-fn describe(v: &Sql) -> String {
-    match v {
-        Sql::NULL => "NULL".to_owned(),
-        Sql::Bytes(b) => match std::str::from_utf8(b) {
-            Ok(s) if b.len() <= 64 => format!("bytes {s:?}"),
-            _ => format!("{} bytes", b.len()),
-        },
-        other => format!("{other:?}"),
+/// What a cell held, kept cheaply (no allocation) for the message of a mismatch: the cell
+/// itself is consumed by the conversion.
+enum Found {
+    Bytes { len: usize, head: [u8; 64] },
+    Other(Sql),
+}
+
+impl Found {
+    fn of(v: &Sql) -> Found {
+        match v {
+            Sql::Bytes(b) => {
+                let mut head = [0u8; 64];
+                let n = b.len().min(64);
+                head[..n].copy_from_slice(&b[..n]);
+                Found::Bytes { len: b.len(), head }
+            }
+            other => Found::Other(other.clone()),
+        }
+    }
+
+    fn describe(&self) -> String {
+        match self {
+            Found::Other(Sql::NULL) => "NULL".to_owned(),
+            Found::Bytes { len, head } => match head.get(..*len).map(std::str::from_utf8) {
+                Some(Ok(s)) => format!("bytes {s:?}"),
+                _ => format!("{len} bytes"),
+            },
+            Found::Other(other) => format!("{other:?}"),
+        }
     }
 }
 
@@ -183,8 +204,8 @@ fn decode_value(kind: &ColumnKind, v: Sql) -> std::result::Result<Value, Mismatc
     if v == Sql::NULL {
         return Ok(Value::Null);
     }
-    let found = describe(&v);
-    let fail = |expected: String| -> Mismatch { (found.clone(), expected) };
+    let found = Found::of(&v);
+    let fail = |expected: String| -> Mismatch { (found.describe(), expected) };
     let integer = |v: &Sql| -> Option<i128> {
         match v {
             Sql::Int(i) => Some(i128::from(*i)),
