@@ -307,7 +307,7 @@ pub struct Config {
 #[serde(deny_unknown_fields)]
 pub struct SnapshotConfig {
     /// Rows per chunk, at least 1: each chunk is one key-range `SELECT` and one Kafka
-    /// transaction; memory holds about `parallelism` chunks. Default: 8192.
+    /// transaction; memory holds at most `parallelism + 1` chunks. Default: 8192.
     #[serde(default = "default_chunk_size")]
     pub chunk_size: usize,
     /// Chunk readers (separate connections), 1..=64. Default: 1.
