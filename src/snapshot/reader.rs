@@ -7,7 +7,7 @@ use std::sync::Arc;
 use mysql_async::prelude::*;
 use mysql_async::{Conn, Row};
 
-use super::chunk::{chunk_query, quote, KeyColumn};
+use super::chunk::{chunk_query, KeyColumn};
 use super::progress::KeyValue;
 use super::values::{decode_row, select_list, SESSION_SETUP};
 use super::window::Watermark;
@@ -382,16 +382,4 @@ fn is_no_such_table(e: &Error) -> bool {
     e.to_string()
         .contains(&format!("ERROR {ER_NO_SUCH_TABLE} "))
         || e.to_string().contains(&format!("({ER_NO_SUCH_TABLE})"))
-}
-
-/// `SELECT` of the row estimate of a table (`information_schema.TABLES.TABLE_ROWS`).
-pub async fn estimate_rows(conn: &mut Conn, db: &str, table: &str) -> Result<u64> {
-    let n: Option<Option<u64>> = conn
-        .exec_first(
-            "SELECT TABLE_ROWS FROM information_schema.TABLES WHERE TABLE_SCHEMA = ? AND TABLE_NAME = ?",
-            (db, table),
-        )
-        .await
-        .map_err(|e| mysql_error(format!("estimating the rows of {}.{}", quote(db), quote(table)), &e))?;
-    Ok(n.flatten().unwrap_or(0))
 }
