@@ -44,7 +44,8 @@ enum Cmd {
 
 #[derive(Subcommand)]
 enum OffsetsCmd {
-    /// Print the committed position (read_committed).
+    /// Print the committed offset record (read_committed) as JSON, and a summary of the
+    /// snapshot's progress, if it has one, on stderr.
     Show {
         /// Path of the TOML configuration.
         #[arg(long, short, env = "SLUICE_CONFIG")]
@@ -150,7 +151,13 @@ async fn dispatch(cli: Cli) -> Result<ExitCode, Error> {
                 .await
                 .map_err(|e| Error::definite(e.to_string()))??;
                 match rec {
-                    Some(r) => println!("{}", serde_json::to_string_pretty(&r).unwrap_or_default()),
+                    Some(r) => {
+                        println!("{}", serde_json::to_string_pretty(&r).unwrap_or_default());
+                        // The summary goes to stderr: stdout stays one JSON document.
+                        if let Some(s) = &r.snapshot {
+                            eprint!("{}", sluice::snapshot::progress::summary(s));
+                        }
+                    }
                     None => println!("no committed offset"),
                 }
                 Ok(ExitCode::SUCCESS)

@@ -127,6 +127,7 @@ pub(super) const FIELDS: &[Field] = &[
     field(&["snapshot", "parallelism"], Kind::Int),
     field(&["snapshot", "on_purged"], Kind::Str),
     field(&["snapshot", "max_window_changes"], Kind::Int),
+    field(&["snapshot", "signal_table"], Kind::Str),
     field(&["schema_registry", "url"], Kind::Str),
     field(&["schema_registry", "username"], Kind::Str),
     Field {

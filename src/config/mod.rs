@@ -321,6 +321,11 @@ pub struct SnapshotConfig {
     /// read; a busier table has the chunk read again. Default: 100000.
     #[serde(default = "default_max_window_changes")]
     pub max_window_changes: usize,
+    /// Signal table as `db.table`: a row inserted into it (Debezium's shape: `id`, `type`,
+    /// `data`) asks for an ad-hoc snapshot (`execute-snapshot`) or stops one
+    /// (`stop-snapshot`); see `crate::snapshot::signal`. Default: none (no signal table).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub signal_table: Option<String>,
 }
 
 impl Default for SnapshotConfig {
@@ -330,6 +335,7 @@ impl Default for SnapshotConfig {
             parallelism: default_parallelism(),
             on_purged: OnPurged::default(),
             max_window_changes: default_max_window_changes(),
+            signal_table: None,
         }
     }
 }
@@ -1232,6 +1238,21 @@ impl Config {
                     default_max_window_changes()
                 ),
             ));
+        }
+        if let Some(table) = &s.signal_table {
+            if let Err(e) = crate::snapshot::adhoc::parse_table_name(table) {
+                // The message reads `table "x": <why>; expected ...`: the expectation is
+                // spelled out below.
+                let found = e.split("; expected").next().unwrap_or(&e).to_string();
+                problems.push(Problem::new(
+                    "snapshot.signal_table",
+                    found,
+                    "the signal table as `db.table` (in backquotes where a name has a dot: \
+                     `my.db`.`signals`)",
+                    "set snapshot.signal_table to the table's database and name, e.g. \
+                     signal_table = \"ops.sluice_signal\", or remove it",
+                ));
+            }
         }
     }
 

@@ -733,6 +733,7 @@ fn env_table_covers_every_scalar_field() {
     // Optional fields (commented out in full.toml) have variables too.
     c.kafka.schema_changes_topic = Some("shop.schema-changes".into());
     c.kafka.dlq_topic = Some("shop.dlq".into());
+    c.snapshot.signal_table = Some("ops.sluice_signal".into());
     let tree = toml::Value::try_from(&c).unwrap();
     let table = tree.as_table().unwrap();
     let mut expected = BTreeSet::new();
@@ -1393,4 +1394,43 @@ fn schema_registry_password_is_redacted() {
     // A syntax error on the password line does not quote it.
     let e = err(&with_registry(&format!("password = \"{PASSWORD}")));
     assert!(!e.contains(PASSWORD), "{e}");
+}
+
+// ---------------------------------------------------------------- snapshot
+
+#[test]
+fn signal_table_is_a_db_table_name() {
+    assert_eq!(parse(MINIMAL).unwrap().snapshot.signal_table, None);
+    let c = parse(&with("[snapshot]\nsignal_table = \"ops.sluice_signal\"")).unwrap();
+    assert_eq!(
+        c.snapshot.signal_table.as_deref(),
+        Some("ops.sluice_signal")
+    );
+    let c = parse(&with("[snapshot]\nsignal_table = \"`my.db`.`sig`\"")).unwrap();
+    assert_eq!(c.snapshot.signal_table.as_deref(), Some("`my.db`.`sig`"));
+    for bad in ["sluice_signal", "ops.", "a.b.c", "`ops.sig"] {
+        let text = with(&format!("[snapshot]\nsignal_table = '{bad}'"));
+        assert_problem(&text, "snapshot.signal_table");
+        let e = err(&text);
+        assert!(
+            e.contains("snapshot.signal_table")
+                && e.contains(&format!("{bad:?}"))
+                && e.contains("expected the signal table as `db.table`")
+                && e.contains("signal_table = \"ops.sluice_signal\""),
+            "{e}"
+        );
+    }
+    let e = err(&with("[snapshot]\nsignal_table = 5"));
+    assert!(e.contains("signal_table"), "{e}");
+    // From the environment, checked the same way.
+    let c = Config::from_str_with_env(MINIMAL, env(&[("SLUICE_SNAPSHOT_SIGNAL_TABLE", "ops.sig")]))
+        .unwrap();
+    assert_eq!(c.snapshot.signal_table.as_deref(), Some("ops.sig"));
+    let e = Config::from_str_with_env(MINIMAL, env(&[("SLUICE_SNAPSHOT_SIGNAL_TABLE", "sig")]))
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains("snapshot.signal_table") && e.contains("no `.`"),
+        "{e}"
+    );
 }

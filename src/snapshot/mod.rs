@@ -28,6 +28,7 @@ pub mod chunk;
 pub mod coordinator;
 pub mod progress;
 pub mod reader;
+pub mod signal;
 pub mod values;
 pub mod window;
 

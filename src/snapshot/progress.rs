@@ -170,6 +170,112 @@ impl SnapshotProgress {
     }
 }
 
+/// A human-readable summary of a snapshot's progress (`sluice offsets show`): one line per
+/// table (`db.table`, rows emitted against the server's estimate, chunks, done or in
+/// progress, key columns, the ad-hoc request's id and filter when present) and a total line.
+pub fn summary(p: &SnapshotProgress) -> String {
+    let (y, mo, d) = crate::encode::json_value::civil_from_days(
+        i64::try_from(p.started_ms / 86_400_000).unwrap_or(0),
+    );
+    let secs = (p.started_ms / 1000) % 86_400;
+    let mut out = format!(
+        "snapshot planned at {y:04}-{mo:02}-{d:02} {:02}:{:02}:{:02} UTC{}\n",
+        secs / 3600,
+        secs / 60 % 60,
+        secs % 60,
+        if p.then_stop {
+            " (the pipeline stops when it is done)"
+        } else {
+            ""
+        }
+    );
+    let mut lines: Vec<Vec<String>> = Vec::new();
+    for t in &p.tables {
+        let mut cells = vec![
+            format!("{}.{}", t.db, t.table),
+            rows_cell(t.rows, t.estimate, t.done),
+            chunks_cell(t.chunks),
+            if t.done { "done" } else { "in progress" }.to_string(),
+            if t.scan {
+                "one pass (no key)".to_string()
+            } else if t.key.is_empty() {
+                "key not chosen yet".to_string()
+            } else {
+                format!("key ({})", t.key.join(", "))
+            },
+        ];
+        if let Some(r) = &t.request {
+            cells.push(format!("request {r}"));
+        }
+        if let Some(f) = &t.filter {
+            cells.push(format!(
+                "where {}",
+                f.split_whitespace().collect::<Vec<_>>().join(" ")
+            ));
+        }
+        lines.push(cells);
+    }
+    let done = p.tables.iter().filter(|t| t.done).count();
+    let rows = p.tables.iter().map(|t| t.rows).sum::<u64>();
+    let estimate = p.tables.iter().map(|t| t.estimate).sum::<u64>();
+    lines.push(vec![
+        "total".to_string(),
+        rows_cell(rows, estimate, p.done()),
+        chunks_cell(p.tables.iter().map(|t| t.chunks).sum()),
+        format!(
+            "{done} of {} table{} done",
+            p.tables.len(),
+            if p.tables.len() == 1 { "" } else { "s" }
+        ),
+    ]);
+    // Columns aligned across the lines; a line's last cell is not padded, nor counted.
+    let mut widths: Vec<usize> = Vec::new();
+    for cells in &lines {
+        for (i, c) in cells.iter().enumerate().take(cells.len().saturating_sub(1)) {
+            let w = c.chars().count();
+            match widths.get_mut(i) {
+                Some(x) => *x = (*x).max(w),
+                None => widths.push(w),
+            }
+        }
+    }
+    for cells in &lines {
+        let mut line = String::from(" ");
+        for (i, c) in cells.iter().enumerate() {
+            line.push(' ');
+            line.push_str(c);
+            let pad = widths
+                .get(i)
+                .copied()
+                .unwrap_or(0)
+                .saturating_sub(c.chars().count());
+            line.extend(std::iter::repeat_n(' ', pad + 1));
+        }
+        out.push_str(line.trim_end());
+        out.push('\n');
+    }
+    out
+}
+
+/// `rows of ~estimate rows (pct%)`: the estimate is the server's, so an unfinished table shows
+/// at most 99.9% and a finished one 100%.
+fn rows_cell(rows: u64, estimate: u64, done: bool) -> String {
+    let pct = if done {
+        "100%".to_string()
+    } else if estimate == 0 {
+        "?%".to_string()
+    } else {
+        // Display only: the precision of f64 is plenty.
+        let p = (rows as f64 * 100.0 / estimate as f64).min(99.9);
+        format!("{p:.1}%")
+    };
+    format!("{rows} of ~{estimate} rows ({pct})")
+}
+
+fn chunks_cell(n: u64) -> String {
+    format!("{n} chunk{}", if n == 1 { "" } else { "s" })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -214,6 +320,59 @@ mod tests {
             let back: KeyValue = serde_json::from_str(&json).unwrap();
             prop_assert_eq!(back.to_mysql(), Some(v));
         }
+    }
+
+    #[test]
+    fn summary_lines() {
+        let mut p = SnapshotProgress {
+            // 2024-02-29 13:05:09 UTC
+            started_ms: 1_709_211_909_123,
+            then_stop: false,
+            tables: vec![
+                TableProgress::new("shop", "orders", 5000),
+                TableProgress::new("shop", "items", 0),
+                TableProgress::new("crm", "people", 10),
+                TableProgress::new("crm", "log", 100),
+            ],
+        };
+        let o = &mut p.tables[0];
+        o.key = vec!["id".into()];
+        o.rows = 5100;
+        o.chunks = 3;
+        o.done = true;
+        let i = &mut p.tables[1];
+        i.key = vec!["order_id".into(), "n".into()];
+        i.rows = 7;
+        i.chunks = 1;
+        let c = &mut p.tables[2];
+        c.key = vec!["id".into()];
+        c.rows = 4;
+        c.chunks = 2;
+        c.request = Some("d139b9b7-2".into());
+        c.filter = Some("id > 10\n  AND region = 'eu'".into());
+        p.tables[3].scan = true;
+        assert_eq!(
+            summary(&p),
+            "snapshot planned at 2024-02-29 13:05:09 UTC\n\
+             \x20 shop.orders  5100 of ~5000 rows (100%)   3 chunks  done         key (id)\n\
+             \x20 shop.items   7 of ~0 rows (?%)           1 chunk   in progress  key (order_id, n)\n\
+             \x20 crm.people   4 of ~10 rows (40.0%)       2 chunks  in progress  key (id)  \
+             request d139b9b7-2  where id > 10 AND region = 'eu'\n\
+             \x20 crm.log      0 of ~100 rows (0.0%)       0 chunks  in progress  one pass (no key)\n\
+             \x20 total        5111 of ~5110 rows (99.9%)  6 chunks  1 of 4 tables done\n"
+        );
+        for t in &mut p.tables {
+            t.done = true;
+        }
+        p.tables.truncate(1);
+        p.then_stop = true;
+        p.started_ms = 0;
+        assert_eq!(
+            summary(&p),
+            "snapshot planned at 1970-01-01 00:00:00 UTC (the pipeline stops when it is done)\n\
+             \x20 shop.orders  5100 of ~5000 rows (100%)  3 chunks  done  key (id)\n\
+             \x20 total        5100 of ~5000 rows (100%)  3 chunks  1 of 1 table done\n"
+        );
     }
 
     #[test]

@@ -724,15 +724,3 @@ impl Pool {
         self.results.recv().await
     }
 }
-
-/// `SELECT` of the row estimate of a table (`information_schema.TABLES.TABLE_ROWS`).
-pub async fn estimate_rows(conn: &mut Conn, db: &str, table: &str) -> Result<u64> {
-    let n: Option<Option<u64>> = conn
-        .exec_first(
-            "SELECT TABLE_ROWS FROM information_schema.TABLES WHERE TABLE_SCHEMA = ? AND TABLE_NAME = ?",
-            (db, table),
-        )
-        .await
-        .map_err(|e| mysql_error(format!("estimating the rows of {}.{}", quote(db), quote(table)), &e))?;
-    Ok(n.flatten().unwrap_or(0))
-}
