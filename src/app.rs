@@ -274,6 +274,7 @@ pub async fn run(cfg: Config, shutdown: watch::Receiver<bool>) -> Result<()> {
     }
     let router =
         Arc::new(Router::new(&cfg).map_err(|e| Error::definite(format!("configuration: {e}")))?);
+    check_signal_table(&cfg, &router)?;
     let start = start_spec(&cfg)?;
     let skip: SkipSet = SkipSet::default();
     let stats = Arc::new(SinkStats::default());
@@ -311,6 +312,28 @@ pub async fn run(cfg: Config, shutdown: watch::Receiver<bool>) -> Result<()> {
     reporter.abort();
     log_stats(&stats);
     result
+}
+
+/// The signal table must be captured: its inserts are read from the binlog like any table's
+/// (and written to its topic, as Debezium does with its signal table).
+fn check_signal_table(cfg: &Config, router: &Router) -> Result<()> {
+    let Some(name) = &cfg.snapshot.signal_table else {
+        return Ok(());
+    };
+    let (db, table) = crate::snapshot::adhoc::parse_table_name(name)
+        .map_err(|e| Error::definite(format!("snapshot.signal_table: {e}")))?;
+    let captured =
+        router.table_included(&db, &table) && matches!(router.route(&db, &table), Ok(Some(_)));
+    if captured {
+        Ok(())
+    } else {
+        Err(Error::definite(format!(
+            "snapshot.signal_table = {name:?} is not captured by this pipeline: signals are read \
+             from the binlog, so the table must be included (add it to source.include, and make \
+             sure no source.exclude pattern or route drops it); its rows are written to its \
+             topic like any table's"
+        )))
+    }
 }
 
 async fn attempt(

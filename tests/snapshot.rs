@@ -20,7 +20,8 @@ use support::*;
 
 per_flavor!(
     initial_snapshot_under_writes_equals_the_table,
-    snapshot_survives_repeated_sigkills
+    snapshot_survives_repeated_sigkills,
+    adhoc_snapshots_by_signal_and_command
 );
 
 /// Fills `t` with ids 1..=n.
@@ -326,4 +327,132 @@ async fn snapshot_survives_repeated_sigkills(flavor: Flavor) {
         flavor.name
     );
     check(&p, &recs, &want, "snapshot with SIGKILLs");
+}
+
+/// `r` records per id in `recs` (JSON values of table `t`).
+fn reads_per_id(recs: &[RawRec]) -> BTreeMap<i64, usize> {
+    let mut reads = BTreeMap::new();
+    for r in recs {
+        let rec = r.json();
+        if rec.value.as_ref().is_some_and(|v| v["op"] == "r") {
+            let id = rec.key.as_ref().expect("key")["id"].as_i64().expect("id");
+            *reads.entry(id).or_default() += 1;
+        }
+    }
+    reads
+}
+
+fn adhoc_done(p: &Pipeline, request: &str) -> bool {
+    let (code, out) = p.command(&["offsets", "show"]);
+    let Ok(doc) = serde_json::from_str::<J>(out.split("\nsnapshot planned").next().unwrap_or(""))
+    else {
+        return false;
+    };
+    let _ = code;
+    let tables = doc["snapshot"]["tables"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
+    let mine: Vec<&J> = tables.iter().filter(|t| t["request"] == request).collect();
+    !mine.is_empty() && mine.iter().all(|t| t["done"] == true)
+}
+
+/// Ad-hoc snapshots of a streaming pipeline (start = "latest": no initial snapshot): a
+/// Debezium-shaped signal row with a filter, a SIGKILL while it runs, a signal naming a table
+/// the pipeline does not capture (refused, nothing stops), then `sluice snapshot` over the
+/// HTTP API for the whole table. Each id gets exactly one `r` record per snapshot that covers
+/// it.
+async fn adhoc_snapshots_by_signal_and_command(flavor: Flavor) {
+    let n = 2000;
+    let api = std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .expect("a free port")
+        .port();
+    let p = Pipeline::new(
+        flavor,
+        "adhoc",
+        &format!(
+            "\n[snapshot]\nchunk_size = 40\nparallelism = 2\nsignal_table = \"@DB@.sig\"\n\n\
+             [api]\nlisten = \"127.0.0.1:{api}\"\n"
+        ),
+    );
+    p.edit_config("@DB@", &p.db.clone());
+    let db = p.db.clone();
+    let mut c = root(flavor.port).await;
+    exec(
+        &mut c,
+        &[
+            &format!("CREATE DATABASE {db}"),
+            &format!("CREATE TABLE {db}.t (id INT PRIMARY KEY, pad VARCHAR(100) NOT NULL)"),
+            &format!("CREATE TABLE {db}.marker (id INT PRIMARY KEY, pad VARCHAR(100))"),
+            &format!(
+                "CREATE TABLE {db}.sig (id VARCHAR(42) PRIMARY KEY, type VARCHAR(32) NOT NULL, \
+                 data VARCHAR(2048) NULL)"
+            ),
+        ],
+    )
+    .await;
+    fill(&mut c, flavor, &format!("{db}.t"), n).await;
+    let mut child = p.spawn();
+    p.wait_started(Duration::from_secs(60));
+
+    exec(
+        &mut c,
+        &[&format!(
+            "INSERT INTO {db}.sig VALUES ('sig-1', 'execute-snapshot', '{{\"data-collections\": \
+             [\"{db}.t\"], \"type\": \"incremental\", \"additional-conditions\": \
+             [{{\"data-collection\": \"{db}.t\", \"filter\": \"id <= 1000\"}}]}}')"
+        )],
+    )
+    .await;
+    let deadline = Instant::now() + Duration::from_secs(120);
+    let mut killed = false;
+    while !adhoc_done(&p, "sig-1") {
+        assert!(
+            Instant::now() < deadline,
+            "signal snapshot did not finish; log:\n{}",
+            p.log()
+        );
+        if !killed {
+            child.kill().expect("SIGKILL");
+            let _ = child.wait();
+            killed = true;
+            child = p.spawn();
+        }
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    exec(
+        &mut c,
+        &[&format!(
+            "INSERT INTO {db}.sig VALUES ('sig-bad', 'execute-snapshot', \
+             '{{\"data-collections\": [\"{db}_other.t\"]}}')"
+        )],
+    )
+    .await;
+
+    let (code, out) = p.command(&["snapshot", "--table", &format!("{db}.t")]);
+    assert_eq!(code, 0, "sluice snapshot: {out}\nlog:\n{}", p.log());
+    wait_caught_up(&p, &mut c).await;
+    let reads = reads_per_id(&consume_all(&p.topic("t"), Duration::from_secs(3)));
+    terminate(&mut child);
+    let log = p.log();
+    assert!(
+        log.contains("snapshot signal refused") && log.contains("is not captured"),
+        "the signal naming an uncaptured table is refused in the log:\n{log}"
+    );
+    let want: BTreeMap<i64, usize> = (1..=n as i64)
+        .map(|id| (id, if id <= 1000 { 2 } else { 1 }))
+        .collect();
+    assert_eq!(
+        reads, want,
+        "[{}] r records per id: the signal's filtered snapshot then the command's full one",
+        flavor.name
+    );
+    let sig = consume_all(&p.topic("sig"), Duration::from_secs(2));
+    assert_eq!(
+        sig.len(),
+        2,
+        "[{}] the signal rows are written to their topic",
+        flavor.name
+    );
 }

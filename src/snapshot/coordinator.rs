@@ -16,6 +16,7 @@ use std::time::Instant;
 use super::adhoc::{parse_table_name, Accepted, AdhocRequest, Inbox, Rejected};
 use super::progress::{KeyValue, SnapshotProgress, TableProgress};
 use super::reader::{ChunkRead, Pool, Read, ReadOutcome, ReadRequest};
+use super::signal::{parse_signal, Signal};
 use super::window::{Arrived, Place, Watermark, Window};
 use crate::config::route::Router;
 use crate::config::SnapshotConfig;
@@ -111,8 +112,10 @@ pub struct Snapshotter {
     fresh: HashSet<(String, String)>,
     contexts: HashMap<(String, String), (Arc<TableSchema>, Arc<TableCtx>)>,
     inbox: Option<Inbox>,
-    /// Requests of signal rows in the transaction being read, taken at its commit.
-    signalled: Vec<AdhocRequest>,
+    /// The signal table (`snapshot.signal_table`).
+    signal_table: Option<(String, String)>,
+    /// Signals of the transaction being read, acted on at its commit.
+    signalled: Vec<Signal>,
     running: bool,
     requests_made: u64,
 }
@@ -159,6 +162,10 @@ impl Snapshotter {
             fresh: HashSet::new(),
             contexts: HashMap::new(),
             inbox,
+            signal_table: cfg
+                .signal_table
+                .as_deref()
+                .and_then(|t| parse_table_name(t).ok()),
             signalled: Vec::new(),
             requests_made: 0,
         };
@@ -205,11 +212,29 @@ impl Snapshotter {
     pub fn observe(&mut self, change: &mut Change) {
         match change {
             Change::Begin(meta) => self.place = Some(Arc::new(Place::of(meta))),
-            Change::Rows { table, rows, .. } => {
+            Change::Rows {
+                table, rows, kind, ..
+            } => {
+                let (db, name) = (&table.schema.db, &table.schema.table);
+                if *kind == RowsKind::Insert
+                    && self
+                        .signal_table
+                        .as_ref()
+                        .is_some_and(|(d, t)| d == db && t == name)
+                {
+                    for image in rows.iter().filter_map(|r| r.after.as_ref()) {
+                        match parse_signal(&table.schema, image) {
+                            Ok(Some(sig)) => self.signalled.push(sig),
+                            Ok(None) => {}
+                            Err(reason) => {
+                                tracing::warn!(%reason, "signal row not understood; ignored")
+                            }
+                        }
+                    }
+                }
                 let Some(place) = &self.place else {
                     return;
                 };
-                let (db, name) = (&table.schema.db, &table.schema.table);
                 for (i, plan) in self.plans.iter_mut().enumerate() {
                     let p = &self.progress.tables[i];
                     if p.done || p.db != *db || p.table != *name {
@@ -255,22 +280,49 @@ impl Snapshotter {
         }
     }
 
-    /// A signal row asked for a snapshot in the transaction being read: it is taken when that
-    /// transaction commits, so the request commits with it.
-    pub fn signal(&mut self, request: AdhocRequest) {
-        self.signalled.push(request);
-    }
-
+    /// Acts on the signals of the transaction that commits now, so what they ask commits with
+    /// it: exactly once, as the transaction itself.
     fn take_signals(&mut self) {
-        for req in std::mem::take(&mut self.signalled) {
-            let id = req.id.clone().unwrap_or_default();
-            match self.accept(req) {
-                Ok(a) => {
-                    tracing::info!(id = %a.id, tables = ?a.tables, "snapshot signal accepted")
+        for sig in std::mem::take(&mut self.signalled) {
+            match sig {
+                Signal::ExecuteSnapshot { id, requests } => {
+                    for req in requests {
+                        match self.accept(req) {
+                            Ok(a) => {
+                                tracing::info!(signal = %id, id = %a.id, tables = ?a.tables, "snapshot signal accepted")
+                            }
+                            Err(e) => {
+                                tracing::warn!(signal = %id, reason = %e, "snapshot signal refused")
+                            }
+                        }
+                    }
                 }
-                Err(e) => tracing::warn!(%id, reason = %e, "snapshot signal refused"),
+                Signal::StopSnapshot { id, tables } => self.stop(&id, &tables),
+                Signal::Ignored { id, kind } => {
+                    tracing::info!(signal = %id, %kind, "signal type not performed by sluice; ignored")
+                }
             }
         }
+    }
+
+    /// Stops the ad-hoc snapshots of `tables` (`db.table`; all when empty): their entries end
+    /// where they got (marked done), their chunks in flight are dropped.
+    fn stop(&mut self, id: &str, tables: &[String]) {
+        let names: Vec<(String, String)> = tables
+            .iter()
+            .filter_map(|t| parse_table_name(t).ok())
+            .collect();
+        let mut stopped = Vec::new();
+        for (i, t) in self.progress.tables.iter_mut().enumerate() {
+            let named = names.is_empty() || names.iter().any(|(d, n)| *d == t.db && *n == t.table);
+            if !t.done && t.request.is_some() && named {
+                t.done = true;
+                self.plans[i] = Plan::new(t);
+                stopped.push(format!("{}.{}", t.db, t.table));
+            }
+        }
+        tracing::info!(signal = %id, ?stopped, "ad-hoc snapshots stopped");
+        self.update_shared();
     }
 
     /// Adds an ad-hoc request's tables to the snapshot (at a transaction boundary: the next

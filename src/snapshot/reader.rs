@@ -8,7 +8,7 @@ use mysql_async::prelude::*;
 use mysql_async::{Conn, Row};
 use tokio::sync::mpsc;
 
-use super::chunk::{chunk_query, quote, split_query, KeyColumn, Range};
+use super::chunk::{chunk_query, split_query, KeyColumn, Range};
 use super::progress::KeyValue;
 use super::values::{decode_row, select_list, SESSION_SETUP};
 use super::window::Watermark;
@@ -723,4 +723,17 @@ impl Pool {
     pub async fn next(&mut self) -> Option<Result<ReadOutcome>> {
         self.results.recv().await
     }
+}
+
+/// The server's row estimate of one table (`information_schema.TABLES.TABLE_ROWS`; 0 when the
+/// engine keeps none), for a table an ad-hoc request adds.
+async fn estimate_rows(conn: &mut Conn, db: &str, table: &str) -> Result<u64> {
+    let n: Option<Option<u64>> = conn
+        .exec_first(
+            "SELECT TABLE_ROWS FROM information_schema.TABLES WHERE TABLE_SCHEMA = ? AND TABLE_NAME = ?",
+            (db, table),
+        )
+        .await
+        .map_err(|e| mysql_error(format!("estimating the rows of `{db}`.`{table}`"), &e))?;
+    Ok(n.flatten().unwrap_or(0))
 }
