@@ -192,7 +192,10 @@ mod tests {
 
     #[test]
     fn table_names() {
-        assert_eq!(parse_table_name("shop.orders"), Ok(("shop".into(), "orders".into())));
+        assert_eq!(
+            parse_table_name("shop.orders"),
+            Ok(("shop".into(), "orders".into()))
+        );
         assert_eq!(
             parse_table_name("`my.db`.`a``b`"),
             Ok(("my.db".into(), "a`b".into()))
