@@ -20,6 +20,7 @@ use crate::pipeline::CHANNEL_CAPACITY;
 use crate::position::StartSpec;
 use crate::sink::topics::TopicSettings;
 use crate::sink::{self, SinkSettings, SinkStats};
+use crate::snapshot::adhoc::Inbox;
 use crate::source::preflight::{self, CheckItem};
 use crate::source::stream::{self, SkipSet, SourceSettings};
 use crate::source::{seed, server};
@@ -275,6 +276,19 @@ pub async fn run(cfg: Config, shutdown: watch::Receiver<bool>) -> Result<()> {
     let router =
         Arc::new(Router::new(&cfg).map_err(|e| Error::definite(format!("configuration: {e}")))?);
     let start = start_spec(&cfg)?;
+    // Ad-hoc snapshot requests: the API holds the control, the stream the inbox. The control
+    // lives as long as the run (with the API disabled too), so the inbox never sees its
+    // senders gone while the pipeline runs.
+    let (control, inbox) = crate::snapshot::adhoc::channel();
+    // the stream takes requests from here (wired separately)
+    let (api_stop, api_stop_rx) = watch::channel(false);
+    let api = if cfg.api.enabled {
+        let state = crate::api::ApiState::new(control.clone(), cfg.api.token().map(str::to_owned));
+        Some(crate::api::serve(&cfg.api, state, api_stop_rx).await?)
+    } else {
+        tracing::info!("api disabled (api.enabled = false)");
+        None
+    };
     let skip: SkipSet = SkipSet::default();
     let stats = Arc::new(SinkStats::default());
     let reporter = tokio::spawn(report(stats.clone()));
@@ -283,7 +297,16 @@ pub async fn run(cfg: Config, shutdown: watch::Receiver<bool>) -> Result<()> {
     let mut backoff = min;
     let mut failures = 0u32;
     let result = loop {
-        let res = attempt(&cfg, &router, &start, &skip, &stats, shutdown.clone()).await;
+        let res = attempt(
+            &cfg,
+            &router,
+            &start,
+            &skip,
+            &stats,
+            &inbox,
+            shutdown.clone(),
+        )
+        .await;
         if *shutdown.borrow() {
             break res;
         }
@@ -310,8 +333,16 @@ pub async fn run(cfg: Config, shutdown: watch::Receiver<bool>) -> Result<()> {
     };
     reporter.abort();
     log_stats(&stats);
+    let _ = api_stop.send(true);
+    if let Some(api) = api {
+        api.join(API_SHUTDOWN_GRACE).await;
+    }
+    drop(control);
     result
 }
+
+/// How long requests in progress on the API may take to finish once the pipeline stopped.
+const API_SHUTDOWN_GRACE: Duration = Duration::from_secs(5);
 
 async fn attempt(
     cfg: &Config,
@@ -319,8 +350,10 @@ async fn attempt(
     start: &StartSpec,
     skip: &SkipSet,
     stats: &Arc<SinkStats>,
+    inbox: &Inbox,
     shutdown: watch::Receiver<bool>,
 ) -> Result<()> {
+    let _ = inbox;
     let (tx, rx) = mpsc::channel(CHANNEL_CAPACITY);
     let handle = sink::start(
         sink_settings(cfg),
