@@ -20,6 +20,7 @@ use crate::pipeline::CHANNEL_CAPACITY;
 use crate::position::StartSpec;
 use crate::sink::topics::TopicSettings;
 use crate::sink::{self, SinkSettings, SinkStats};
+use crate::snapshot::adhoc::Inbox;
 use crate::source::preflight::{self, CheckItem};
 use crate::source::stream::{self, SkipSet, SourceSettings};
 use crate::source::{seed, server};
@@ -276,6 +277,19 @@ pub async fn run(cfg: Config, shutdown: watch::Receiver<bool>) -> Result<()> {
         Arc::new(Router::new(&cfg).map_err(|e| Error::definite(format!("configuration: {e}")))?);
     check_signal_table(&cfg, &router)?;
     let start = start_spec(&cfg)?;
+    // Ad-hoc snapshot requests: the API holds the control, the stream the inbox. The control
+    // lives as long as the run (with the API disabled too), so the inbox never sees its
+    // senders gone while the pipeline runs.
+    let (control, inbox) = crate::snapshot::adhoc::channel();
+    // the stream takes requests from here (wired separately)
+    let (api_stop, api_stop_rx) = watch::channel(false);
+    let api = if cfg.api.enabled {
+        let state = crate::api::ApiState::new(control.clone(), cfg.api.token().map(str::to_owned));
+        Some(crate::api::serve(&cfg.api, state, api_stop_rx).await?)
+    } else {
+        tracing::info!("api disabled (api.enabled = false)");
+        None
+    };
     let skip: SkipSet = SkipSet::default();
     let stats = Arc::new(SinkStats::default());
     let reporter = tokio::spawn(report(stats.clone()));
@@ -284,7 +298,16 @@ pub async fn run(cfg: Config, shutdown: watch::Receiver<bool>) -> Result<()> {
     let mut backoff = min;
     let mut failures = 0u32;
     let result = loop {
-        let res = attempt(&cfg, &router, &start, &skip, &stats, shutdown.clone()).await;
+        let res = attempt(
+            &cfg,
+            &router,
+            &start,
+            &skip,
+            &stats,
+            &inbox,
+            shutdown.clone(),
+        )
+        .await;
         if *shutdown.borrow() {
             break res;
         }
@@ -311,6 +334,11 @@ pub async fn run(cfg: Config, shutdown: watch::Receiver<bool>) -> Result<()> {
     };
     reporter.abort();
     log_stats(&stats);
+    let _ = api_stop.send(true);
+    if let Some(api) = api {
+        api.join(API_SHUTDOWN_GRACE).await;
+    }
+    drop(control);
     result
 }
 
@@ -336,12 +364,16 @@ fn check_signal_table(cfg: &Config, router: &Router) -> Result<()> {
     }
 }
 
+/// How long requests in progress on the API may take to finish once the pipeline stopped.
+const API_SHUTDOWN_GRACE: Duration = Duration::from_secs(5);
+
 async fn attempt(
     cfg: &Config,
     router: &Arc<Router>,
     start: &StartSpec,
     skip: &SkipSet,
     stats: &Arc<SinkStats>,
+    inbox: &Inbox,
     shutdown: watch::Receiver<bool>,
 ) -> Result<()> {
     let (tx, rx) = mpsc::channel(CHANNEL_CAPACITY);
@@ -436,7 +468,7 @@ async fn attempt(
             heartbeat: cfg.source.heartbeat(),
             router: router.clone(),
             snapshot: cfg.snapshot.clone(),
-            adhoc: None,
+            adhoc: Some(inbox.clone()),
         };
         // The stream runs on its own replication connection.
         drop(conn);

@@ -11,6 +11,7 @@
 //!
 //! See `docs/architecture.md` for why a crash at any point neither loses nor duplicates.
 
+pub mod api;
 pub mod app;
 pub mod config;
 pub mod encode;

@@ -1,4 +1,4 @@
-//! The `sluice` command line: run | check | offsets show | offsets set.
+//! The `sluice` command line: run | check | snapshot | offsets show | offsets set.
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -34,6 +34,23 @@ enum Cmd {
         /// Path of the TOML configuration.
         #[arg(long, short, env = "SLUICE_CONFIG")]
         config: PathBuf,
+    },
+    /// Ask a running `sluice run` (its HTTP API at api.listen) to snapshot tables; prints the
+    /// request's id, then its progress until every table is done.
+    Snapshot {
+        /// Path of the TOML configuration (of the running pipeline).
+        #[arg(long, short, env = "SLUICE_CONFIG")]
+        config: PathBuf,
+        /// A table to snapshot, as db.table (in backquotes where a name has a dot:
+        /// `my.db`.`t`); repeat for more tables.
+        #[arg(long = "table", short = 't', required = true, value_name = "DB.TABLE")]
+        tables: Vec<String>,
+        /// Only the rows matching this SQL condition (for every table), e.g. "id > 1000".
+        #[arg(long = "where", value_name = "CONDITION")]
+        filter: Option<String>,
+        /// Print the request's id and exit without following its progress.
+        #[arg(long)]
+        no_wait: bool,
     },
     /// Show or set the committed source offset.
     Offsets {
@@ -136,6 +153,21 @@ async fn dispatch(cli: Cli) -> Result<ExitCode, Error> {
                 println!("all checks passed");
                 Ok(ExitCode::SUCCESS)
             }
+        }
+        Cmd::Snapshot {
+            config,
+            tables,
+            filter,
+            no_wait,
+        } => {
+            let cfg = load(&config)?;
+            let request = sluice::snapshot::adhoc::AdhocRequest {
+                tables,
+                filter,
+                id: None,
+            };
+            sluice::api::client::snapshot_command(&cfg.api, request, !no_wait).await?;
+            Ok(ExitCode::SUCCESS)
         }
         Cmd::Offsets { cmd } => match cmd {
             OffsetsCmd::Show { config } => {

@@ -619,7 +619,12 @@ async fn matrix_through_the_pipeline_reads_as_it_streams(flavor: Flavor) {
             let (op_c, streamed) = by_id
                 .get(&(id + 100))
                 .unwrap_or_else(|| panic!("[{}] {t}: no record of id {}", flavor.name, id + 100));
-            assert_eq!((op_r.as_str(), op_c.as_str()), ("r", "c"), "[{}] {t}", flavor.name);
+            assert_eq!(
+                (op_r.as_str(), op_c.as_str()),
+                ("r", "c"),
+                "[{}] {t}",
+                flavor.name
+            );
             for col in cols {
                 assert_eq!(
                     read[col.name], streamed[col.name],

@@ -3,12 +3,11 @@
 //! same value written in the file (and is checked the same way).
 //!
 //! - `SLUICE_<SECTION>_<FIELD>` (upper case) for every scalar field of the top level,
-//!   `[source]`, `[kafka]`, `[commit]`, `[snapshot]` and `[schema_registry]`, listed in one table
-//!   (`FIELDS`, see [`known_env_vars`]); the value is
-//!   parsed as an integer, boolean, string or comma-separated list according to the
-//!   field. E.g. `SLUICE_NAME`, `SLUICE_SOURCE_URL`, `SLUICE_SOURCE_SERVER_ID`,
+//!   `[source]`, `[kafka]`, `[commit]`, `[snapshot]`, `[schema_registry]` and `[api]`, listed
+//!   in one table (`FIELDS`, see [`known_env_vars`]); the value is parsed as an integer,
+//!   boolean, string or comma-separated list according to the field. E.g. `SLUICE_NAME`, `SLUICE_SOURCE_URL`, `SLUICE_SOURCE_SERVER_ID`,
 //!   `SLUICE_SOURCE_INCLUDE=shop\..*,crm\..*`, `SLUICE_COMMIT_MAX_MS=250`,
-//!   `SLUICE_SCHEMA_REGISTRY_PASSWORD`.
+//!   `SLUICE_SCHEMA_REGISTRY_PASSWORD`, `SLUICE_API_TOKEN`.
 //!   (Comma-separated lists cannot hold a regex containing a comma: put such a
 //!   pattern in the file.)
 //! - `SLUICE_KAFKA_PROPERTY_<NAME>`: librdkafka property `<name>` with `_` replaced by
@@ -141,6 +140,13 @@ pub(super) const FIELDS: &[Field] = &[
     field(&["schema_registry", "timeout_ms"], Kind::Int),
     field(&["schema_registry", "subject_name_strategy"], Kind::Str),
     field(&["schema_registry", "retry_backoff_max_ms"], Kind::Int),
+    field(&["api", "enabled"], Kind::Bool),
+    field(&["api", "listen"], Kind::Str),
+    Field {
+        path: &["api", "token"],
+        kind: Kind::Str,
+        secret: true,
+    },
 ];
 
 /// The variable name for a TOML path: `SLUICE_` + the path joined by `_`, upper-cased.

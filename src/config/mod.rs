@@ -26,9 +26,10 @@
 //!
 //! Submodules: [`secret`] (redaction, [`SourceUrl`]), [`mod@env`] (environment overrides),
 //! [`route`] ([`Router`]: table filter and topic routing), [`schema_registry`]
-//! ([`SchemaRegistryConfig`], for Avro routes); `props` holds the handling of
-//! `kafka.properties` / `kafka.topic_config`.
+//! ([`SchemaRegistryConfig`], for Avro routes), [`api`] ([`ApiConfig`], the HTTP API);
+//! `props` holds the handling of `kafka.properties` / `kafka.topic_config`.
 
+pub mod api;
 pub mod env;
 mod props;
 pub mod route;
@@ -46,6 +47,7 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
+pub use api::ApiConfig;
 pub use props::{reserved_property, ReservedProperty, RESERVED_PROPERTIES};
 pub use route::{RouteTarget, Router};
 pub use schema_registry::{SchemaRegistryConfig, SubjectNameStrategy};
@@ -299,6 +301,10 @@ pub struct Config {
     /// How tables are snapshotted (`[snapshot]`). Default: all defaults.
     #[serde(default)]
     pub snapshot: SnapshotConfig,
+    /// The HTTP API of `sluice run` (`[api]`). Default: all defaults (enabled on
+    /// 127.0.0.1:8089, no token).
+    #[serde(default)]
+    pub api: ApiConfig,
 }
 
 /// `[snapshot]`: reading the rows tables already hold (`source.start = "initial"` or
@@ -914,6 +920,7 @@ impl Config {
         self.validate_snapshot(&mut problems);
         self.validate_routes(&mut problems);
         schema_registry::validate(self, &mut problems);
+        api::validate(self, &mut problems);
         // Compiles every regex and topic template (pushes their problems). When the name
         // is invalid, the default route's template (derived from it) is too: not reported
         // twice.

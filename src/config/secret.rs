@@ -27,6 +27,15 @@ pub const SECRET_KEY_MARKERS: &[&str] = &[
     "ssl.key.pem",
 ];
 
+/// Further substrings that make a `key = value` line (or a quoted source line) secret in
+/// [`redact_text`]: the names of sluice's own secret settings not covered by
+/// [`SECRET_KEY_MARKERS`] (`api.token`).
+const LINE_SECRET_MARKERS: &[&str] = &["token"];
+
+fn line_markers() -> impl Iterator<Item = &'static &'static str> {
+    SECRET_KEY_MARKERS.iter().chain(LINE_SECRET_MARKERS)
+}
+
 /// Whether the value of a property or parameter named `key` is a secret: true when the
 /// key contains (case-insensitively) `password`, `secret`, `sasl.oauthbearer.config` or
 /// `ssl.key.pem`.
@@ -300,7 +309,8 @@ impl<'de> Deserialize<'de> for SourceUrl {
 /// offending source line), line by line:
 ///
 /// - a quoted source line (`12 | content`, the TOML parser's format) whose content
-///   contains `@` or a secret marker (see [`SECRET_KEY_MARKERS`]) is not shown at all;
+///   contains `@` or a secret marker (see [`SECRET_KEY_MARKERS`], and `token`) is not shown
+///   at all;
 /// - in a URL (a token containing `://`, up to whitespace or a quote), everything
 ///   between the first `:` after `://` and the token's last `@` becomes `***`
 ///   (`mysql://u:pw@h` → `mysql://u:***@h`, even when the password is malformed);
@@ -321,7 +331,7 @@ fn redact_line(line: &str) -> String {
         None => (line, ""),
     };
     let lower = body.to_ascii_lowercase();
-    let has_marker = SECRET_KEY_MARKERS.iter().any(|m| lower.contains(m));
+    let has_marker = line_markers().any(|m| lower.contains(m));
     if let Some((gutter, content)) = body.split_once(" | ") {
         let g = gutter.trim_start();
         if !g.is_empty() && g.bytes().all(|b| b.is_ascii_digit()) {
@@ -333,10 +343,7 @@ fn redact_line(line: &str) -> String {
     }
     let mut out = redact_urls(body);
     let lower = out.to_ascii_lowercase();
-    let marker_pos = SECRET_KEY_MARKERS
-        .iter()
-        .filter_map(|m| lower.find(m))
-        .min();
+    let marker_pos = line_markers().filter_map(|m| lower.find(m)).min();
     if let Some(pos) = marker_pos {
         // Only `key = value` shapes: between the marker and `=` nothing but key characters,
         // quotes and spaces.

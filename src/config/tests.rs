@@ -740,8 +740,15 @@ fn env_table_covers_every_scalar_field() {
     for (key, value) in table {
         match value {
             toml::Value::Table(section)
-                if ["source", "kafka", "commit", "snapshot", "schema_registry"]
-                    .contains(&key.as_str()) =>
+                if [
+                    "source",
+                    "kafka",
+                    "commit",
+                    "snapshot",
+                    "schema_registry",
+                    "api",
+                ]
+                .contains(&key.as_str()) =>
             {
                 for (field, v) in section {
                     let is_list = matches!(v, toml::Value::Array(_));
@@ -1433,4 +1440,125 @@ fn signal_table_is_a_db_table_name() {
         e.contains("snapshot.signal_table") && e.contains("no `.`"),
         "{e}"
     );
+}
+
+// ---------------------------------------------------------------- [api]
+
+#[test]
+fn api_defaults() {
+    let c = parse(MINIMAL).unwrap();
+    assert_eq!(c.api, ApiConfig::default());
+    assert!(c.api.enabled);
+    assert_eq!(c.api.listen, "127.0.0.1:8089");
+    assert_eq!(c.api.listen_addr(), Some("127.0.0.1:8089".parse().unwrap()));
+    assert_eq!(c.api.token(), None);
+    assert_eq!(c.redacted_json()["api"]["token"], "");
+}
+
+#[test]
+fn api_settings_parse() {
+    let c = parse(&with(
+        "[api]\nenabled = false\nlisten = \"[::1]:0\"\ntoken = \"abc-123\"",
+    ))
+    .unwrap();
+    assert!(!c.api.enabled);
+    assert_eq!(c.api.listen_addr(), Some("[::1]:0".parse().unwrap()));
+    assert_eq!(c.api.token(), Some("abc-123"));
+    let e = err(&with("[api]\nport = 8089"));
+    assert!(e.contains("port"), "{e}");
+}
+
+#[test]
+fn api_listen_must_be_a_socket_address() {
+    for bad in [
+        "localhost:8089",
+        "127.0.0.1",
+        "8089",
+        "",
+        "127.0.0.1:99999",
+        "off",
+    ] {
+        let p = assert_problem(&with(&format!("[api]\nlisten = {bad:?}")), "api.listen");
+        assert!(p.found.contains(&format!("{bad:?}")), "{bad}: {p}");
+        assert!(
+            p.expected.contains("an IP address and a port"),
+            "{bad}: {p}"
+        );
+        assert!(p.fix.contains("api.listen"), "{bad}: {p}");
+    }
+    let e = err(&with("[api]\nlisten = \"localhost:8089\""));
+    assert!(
+        e.contains("api.listen")
+            && e.contains("\"localhost:8089\"")
+            && e.contains("127.0.0.1:8089"),
+        "{e}"
+    );
+    // Also through the environment, and also when the API is disabled.
+    let e = Config::from_str_with_env(MINIMAL, env(&[("SLUICE_API_LISTEN", "nowhere")]))
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("api.listen") && e.contains("nowhere"), "{e}");
+    assert_problem(
+        &with("[api]\nenabled = false\nlisten = \"x\""),
+        "api.listen",
+    );
+}
+
+#[test]
+fn api_token_must_be_sendable_and_is_not_shown() {
+    let p = assert_problem(
+        &with(&format!("[api]\ntoken = \"{PASSWORD} x\"")),
+        "api.token",
+    );
+    assert!(!p.to_string().contains(PASSWORD), "{p}");
+    assert_problem(&with("[api]\ntoken = \"t\\u00e9\""), "api.token");
+}
+
+#[test]
+fn api_from_the_environment() {
+    let c = Config::from_str_with_env(
+        MINIMAL,
+        env(&[
+            ("SLUICE_API_ENABLED", "off"),
+            ("SLUICE_API_LISTEN", "0.0.0.0:9000"),
+            ("SLUICE_API_TOKEN", PASSWORD),
+        ]),
+    )
+    .unwrap();
+    assert!(!c.api.enabled);
+    assert_eq!(c.api.listen, "0.0.0.0:9000");
+    assert_eq!(c.api.token(), Some(PASSWORD));
+    let e = Config::from_str_with_env(MINIMAL, env(&[("SLUICE_API_ENABLED", "maybe")]))
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("SLUICE_API_ENABLED"), "{e}");
+}
+
+#[test]
+fn api_token_is_redacted() {
+    let c = parse(&with(&format!("[api]\ntoken = \"{PASSWORD}\""))).unwrap();
+    assert_eq!(c.api.token(), Some(PASSWORD));
+    for shown in [
+        format!("{c:?}"),
+        format!("{c:#?}"),
+        format!("{:?}", c.api),
+        c.redacted_json().to_string(),
+        toml::to_string(&c).unwrap(),
+    ] {
+        assert!(!shown.contains(PASSWORD), "{shown}");
+    }
+    assert_eq!(c.redacted_json()["api"]["token"], "***");
+    // A syntax error on the token line does not quote it.
+    let e = err(&with(&format!("[api]\ntoken = \"{PASSWORD}")));
+    assert!(!e.contains(PASSWORD), "{e}");
+    let e = err(&with(&format!("[api]\ntoken = \"{PASSWORD}\" junk")));
+    assert!(!e.contains(PASSWORD), "{e}");
+    // An unusable token from the environment is not quoted either.
+    let e = Config::from_str_with_env(
+        MINIMAL,
+        env(&[("SLUICE_API_TOKEN", &format!("{PASSWORD}\n"))]),
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(e.contains("api.token") && !e.contains(PASSWORD), "{e}");
 }

@@ -239,6 +239,9 @@ offsets_topic = "{offsets_topic}"
 max_ms = 50
 idle_offset_ms = 500
 
+[api]
+listen = "127.0.0.1:0"
+
 [[route]]
 match = "{db}\\.(.*)"
 topic = "{db}.$1"
@@ -320,6 +323,32 @@ format = "json"
     /// The log of all spawned instances.
     pub fn log(&self) -> String {
         std::fs::read_to_string(self._dir.path().join("sluice.log")).unwrap_or_default()
+    }
+
+    /// The address the API of the last spawned instance listens on (the config's
+    /// `api.listen` is `127.0.0.1:0`, any free port: the `api listening addr=...` log line
+    /// names it); waits for that line up to `timeout`. A test that needs a fixed port edits
+    /// `listen = "127.0.0.1:0"` in the config.
+    pub fn api_addr(&self, timeout: Duration) -> std::net::SocketAddr {
+        let started = Instant::now();
+        loop {
+            let log = self.log();
+            let addr = log
+                .lines()
+                .rev()
+                .filter(|l| l.contains("api listening"))
+                .find_map(|l| l.split_whitespace().find_map(|w| w.strip_prefix("addr=")))
+                .and_then(|a| a.parse().ok());
+            if let Some(addr) = addr {
+                return addr;
+            }
+            assert!(
+                started.elapsed() < timeout,
+                "[{}] no `api listening` line within {timeout:?}; log:\n{log}",
+                self.flavor.name
+            );
+            std::thread::sleep(Duration::from_millis(100));
+        }
     }
 
     /// Runs a sluice subcommand to completion, returning (exit code, stdout + stderr).
