@@ -371,12 +371,14 @@ async fn adhoc_snapshots_by_signal_and_command(flavor: Flavor) {
     let p = Pipeline::new(
         flavor,
         "adhoc",
-        &format!(
-            "\n[snapshot]\nchunk_size = 40\nparallelism = 2\nsignal_table = \"@DB@.sig\"\n\n\
-             [api]\nlisten = \"127.0.0.1:{api}\"\n"
-        ),
+        "\n[snapshot]\nchunk_size = 40\nparallelism = 2\nsignal_table = \"@DB@.sig\"\n",
     );
     p.edit_config("@DB@", &p.db.clone());
+    // `sluice snapshot` needs a fixed port.
+    p.edit_config(
+        "listen = \"127.0.0.1:0\"",
+        &format!("listen = \"127.0.0.1:{api}\""),
+    );
     let db = p.db.clone();
     let mut c = root(flavor.port).await;
     exec(
@@ -392,6 +394,7 @@ async fn adhoc_snapshots_by_signal_and_command(flavor: Flavor) {
         ],
     )
     .await;
+    exec(&mut c, &[&format!("USE {db}")]).await;
     fill(&mut c, flavor, &format!("{db}.t"), n).await;
     let mut child = p.spawn();
     p.wait_started(Duration::from_secs(60));
@@ -430,7 +433,16 @@ async fn adhoc_snapshots_by_signal_and_command(flavor: Flavor) {
     )
     .await;
 
-    let (code, out) = p.command(&["snapshot", "--table", &format!("{db}.t")]);
+    // The instance started after the SIGKILL may still be coming up.
+    let mut tries = 0;
+    let (code, out) = loop {
+        let (code, out) = p.command(&["snapshot", "--table", &format!("{db}.t")]);
+        tries += 1;
+        if code == 0 || !out.contains("cannot reach the sluice API") || tries == 60 {
+            break (code, out);
+        }
+        std::thread::sleep(Duration::from_millis(500));
+    };
     assert_eq!(code, 0, "sluice snapshot: {out}\nlog:\n{}", p.log());
     wait_caught_up(&p, &mut c).await;
     let reads = reads_per_id(&consume_all(&p.topic("t"), Duration::from_secs(3)));
