@@ -16,6 +16,8 @@ pub mod app;
 pub mod config;
 pub mod encode;
 pub mod error;
+pub mod metrics;
+pub mod ops;
 pub mod pipeline;
 pub mod position;
 pub mod registry;
