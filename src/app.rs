@@ -16,6 +16,7 @@ use tokio::sync::{mpsc, watch};
 use crate::config::route::Router;
 use crate::config::{Config, OnPurged};
 use crate::error::{Error, ErrorKind, Result};
+use crate::metrics;
 use crate::pipeline::CHANNEL_CAPACITY;
 use crate::position::StartSpec;
 use crate::sink::topics::TopicSettings;
@@ -281,6 +282,8 @@ pub async fn run(cfg: Config, shutdown: watch::Receiver<bool>) -> Result<()> {
     // lives as long as the run (with the API disabled too), so the inbox never sees its
     // senders gone while the pipeline runs.
     let (control, inbox) = crate::snapshot::adhoc::channel();
+    let ops = crate::ops::Ops::new(&cfg, READY_MAX_LAG_SECONDS);
+    metrics::global().set_chunk_size(cfg.snapshot.chunk_size as u64);
     // the stream takes requests from here (wired separately)
     let (api_stop, api_stop_rx) = watch::channel(false);
     let api = if cfg.api.enabled {
@@ -293,27 +296,60 @@ pub async fn run(cfg: Config, shutdown: watch::Receiver<bool>) -> Result<()> {
     let skip: SkipSet = SkipSet::default();
     let stats = Arc::new(SinkStats::default());
     let reporter = tokio::spawn(report(stats.clone()));
+    let retention = tokio::spawn(crate::source::retention::watch(
+        server::ConnectOptions::from_config(&cfg.source),
+    ));
+    let m = metrics::global();
     let min = cfg.source.reconnect_backoff_min();
     let max = cfg.source.reconnect_backoff_max();
     let mut backoff = min;
     let mut failures = 0u32;
     let result = loop {
-        let res = attempt(
-            &cfg,
-            &router,
-            &start,
-            &skip,
-            &stats,
-            &inbox,
-            shutdown.clone(),
-        )
-        .await;
+        if ops.is_paused() {
+            m.set_state("paused");
+            tracing::info!(
+                "paused: the source is stopped; POST /resume restarts it from the committed offset"
+            );
+            let mut paused = ops.paused_rx();
+            let mut sd = shutdown.clone();
+            tokio::select! {
+                _ = paused.wait_for(|p| !*p) => {}
+                _ = sd.wait_for(|s| *s) => break Ok(()),
+            }
+            tracing::info!("resumed");
+            backoff = min;
+            failures = 0;
+        }
+        m.set_state("starting");
+        let stop = attempt_stop(shutdown.clone(), ops.paused_rx());
+        let run = Running {
+            cfg: &cfg,
+            router: &router,
+            start: &start,
+            skip: &skip,
+            stats: &stats,
+            inbox: &inbox,
+            ops: &ops,
+        };
+        let res = attempt(&run, stop).await;
         if *shutdown.borrow() {
             break res;
+        }
+        if ops.is_paused() {
+            // The attempt stopped for the pause (or failed meanwhile): a new one starts from
+            // the committed offset on resume.
+            if let Err(e) = res {
+                if e.kind() != ErrorKind::Transient {
+                    break Err(e);
+                }
+                tracing::warn!(error = %e, "the source stopped with an error while pausing");
+            }
+            continue;
         }
         match res {
             Ok(()) => break Ok(()),
             Err(e) if e.kind() == ErrorKind::Transient => {
+                m.error("transient", &e.to_string());
                 failures += 1;
                 let limit = cfg.source.max_reconnect_attempts;
                 if limit > 0 && failures > limit {
@@ -321,17 +357,33 @@ pub async fn run(cfg: Config, shutdown: watch::Receiver<bool>) -> Result<()> {
                         "{e}; gave up after {limit} attempts (`source.max_reconnect_attempts`)"
                     )));
                 }
-                tracing::warn!(error = %e, retry_in = ?backoff, "transient error; restarting from the committed offset");
+                m.set_state("backoff");
+                m.reconnect();
+                tracing::warn!(error = %e, retry_in = ?backoff, attempt = failures, "transient error; reconnecting after a backoff, from the committed offset");
                 let mut sd = shutdown.clone();
+                let mut paused = ops.paused_rx();
                 tokio::select! {
                     _ = tokio::time::sleep(backoff) => {}
                     _ = sd.changed() => break Ok(()),
+                    _ = paused.wait_for(|p| *p) => {}
                 }
                 backoff = (backoff * 2).min(max);
             }
             Err(e) => break Err(e),
         }
     };
+    match &result {
+        Err(e) if e.kind() == ErrorKind::Fenced => {
+            m.error("fenced", &e.to_string());
+            m.set_state("fenced");
+        }
+        Err(e) => {
+            m.error("definite", &e.to_string());
+            m.set_state("stopped");
+        }
+        Ok(()) => m.set_state("stopped"),
+    }
+    retention.abort();
     reporter.abort();
     log_stats(&stats);
     let _ = api_stop.send(true);
@@ -364,18 +416,51 @@ fn check_signal_table(cfg: &Config, router: &Router) -> Result<()> {
     }
 }
 
+/// Readiness limit of `GET /readyz` on the lag.
+const READY_MAX_LAG_SECONDS: f64 = 60.0;
+
+/// The stop signal of one attempt: shutdown, or a pause.
+fn attempt_stop(
+    mut shutdown: watch::Receiver<bool>,
+    mut paused: watch::Receiver<bool>,
+) -> watch::Receiver<bool> {
+    let (tx, rx) = watch::channel(false);
+    tokio::spawn(async move {
+        tokio::select! {
+            _ = shutdown.wait_for(|s| *s) => {}
+            _ = paused.wait_for(|p| *p) => {}
+            // The attempt is over (its receiver dropped): nothing to stop.
+            _ = tx.closed() => return,
+        }
+        let _ = tx.send(true);
+    });
+    rx
+}
+
 /// How long requests in progress on the API may take to finish once the pipeline stopped.
 const API_SHUTDOWN_GRACE: Duration = Duration::from_secs(5);
 
-async fn attempt(
-    cfg: &Config,
-    router: &Arc<Router>,
-    start: &StartSpec,
-    skip: &SkipSet,
-    stats: &Arc<SinkStats>,
-    inbox: &Inbox,
-    shutdown: watch::Receiver<bool>,
-) -> Result<()> {
+/// What every attempt of a run shares.
+struct Running<'a> {
+    cfg: &'a Config,
+    router: &'a Arc<Router>,
+    start: &'a StartSpec,
+    skip: &'a SkipSet,
+    stats: &'a Arc<SinkStats>,
+    inbox: &'a Inbox,
+    ops: &'a crate::ops::Ops,
+}
+
+async fn attempt(run: &Running<'_>, shutdown: watch::Receiver<bool>) -> Result<()> {
+    let Running {
+        cfg,
+        router,
+        start,
+        skip,
+        stats,
+        inbox,
+        ops,
+    } = *run;
     let (tx, rx) = mpsc::channel(CHANNEL_CAPACITY);
     let handle = sink::start(
         sink_settings(cfg),
@@ -388,6 +473,13 @@ async fn attempt(
         Ok(Err(e)) => return Err(e),
         Err(_) => return join_sink(handle.thread).await,
     };
+    if let Some(r) = &committed {
+        let m = metrics::global();
+        m.resumed_from(Some(&r.position), r.source_ts_ms);
+        if let Some(p) = &r.snapshot {
+            m.snapshot_progress(p);
+        }
+    }
     if let Some(p) = committed.as_ref().and_then(|r| r.snapshot.as_ref()) {
         if p.then_stop && p.done() {
             tracing::info!(
@@ -462,6 +554,15 @@ async fn attempt(
             Some(r) => tracing::info!(position = %r.position, "resuming from the committed offset"),
             None => tracing::info!(start = %start, "no committed offset; starting at source.start"),
         }
+        let tables = table_infos(&resume.defs, router);
+        metrics::global().register_tables(tables.iter().map(|t| t.table.as_str()));
+        ops.set_tables(tables);
+        let snapshotting = resume.snapshot.as_ref().is_some_and(|p| !p.done());
+        metrics::global().set_state(if snapshotting {
+            "snapshotting"
+        } else {
+            "streaming"
+        });
         let settings = SourceSettings {
             connect,
             server_id: cfg.source.server_id,
@@ -488,6 +589,39 @@ async fn attempt(
             }
         }
     }
+}
+
+/// The included tables as `GET /tables` shows them.
+fn table_infos(
+    defs: &[crate::schema::tracked::TableDef],
+    router: &Router,
+) -> Vec<crate::ops::TableInfo> {
+    let mut out: Vec<crate::ops::TableInfo> = defs
+        .iter()
+        .filter_map(|d| {
+            let target = router.route(&d.db, &d.table).ok().flatten()?;
+            let (key_columns, key_source) = if !target.key_columns.is_empty() {
+                (target.key_columns.clone(), "route key_columns")
+            } else if !d.primary_key.is_empty() {
+                (d.primary_key.clone(), "primary key")
+            } else {
+                (Vec::new(), "none")
+            };
+            Some(crate::ops::TableInfo {
+                table: format!("{}.{}", d.db, d.table),
+                topic: target.topic,
+                format: match target.format {
+                    crate::config::Format::Json => "json",
+                    crate::config::Format::Avro => "avro",
+                }
+                .to_string(),
+                key_columns,
+                key_source: key_source.to_string(),
+            })
+        })
+        .collect();
+    out.sort_by(|a, b| a.table.cmp(&b.table));
+    out
 }
 
 async fn join_sink(thread: std::thread::JoinHandle<Result<()>>) -> Result<()> {

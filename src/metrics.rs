@@ -156,7 +156,7 @@ pub const CATALOGUE: &[MetricDoc] = &[
     doc("sluice_snapshot_running", G, "1", &["table"],
         "1 while the table's snapshot is planned or in progress, 0 once done."),
     doc("sluice_binlog_retention_headroom_seconds", G, "seconds", &[],
-        "Lower bound of the time until the server may purge the binlog file holding the committed position (its expiry minus the file's age); negative once it may. +Inf when the server never expires binlogs."),
+        "Lower bound of the time until the server may purge the binlog file holding the committed position: its expiry minus the lag (the file was written to no earlier than the committed transaction); negative once it may or did. +Inf when the server never expires binlogs."),
     doc("sluice_binlog_expire_seconds", G, "seconds", &[],
         "The server's binlog expiry (binlog_expire_logs_seconds, or expire_logs_days); 0 means never."),
     doc("sluice_reconnects_total", Counter, "restarts", &[],
@@ -405,6 +405,15 @@ impl Metrics {
         }
     }
 
+    /// A commit says whether a snapshot is in progress: `snapshotting` or `streaming`, unless
+    /// the pipeline is in another state (paused, stopping).
+    pub fn streaming_state(&self, state: &str) {
+        let now = self.state();
+        if now != state && matches!(now, "streaming" | "snapshotting") {
+            self.set_state(state);
+        }
+    }
+
     /// The current state (one of [`STATES`]).
     pub fn state(&self) -> &'static str {
         self.status.lock().map(|s| s.state).unwrap_or("starting")
@@ -550,6 +559,21 @@ impl Metrics {
     /// The source restarts from the committed offset after a transient error.
     pub fn reconnect(&self) {
         self.reconnects.inc();
+    }
+
+    /// The binlog file number of the committed offset (when it has a file position) and its
+    /// source commit time (ms since the epoch, 0 before one).
+    pub fn committed_file_and_ts(&self) -> (Option<u64>, u64) {
+        let file = self.status.lock().ok().and_then(|s| {
+            s.committed.as_ref().and_then(|p| match p {
+                SourcePosition::FilePos(fp) => fp.file_index(),
+                SourcePosition::MysqlGtid { file_pos, .. }
+                | SourcePosition::MariadbGtid { file_pos, .. } => {
+                    file_pos.as_ref().and_then(|f| f.file_index())
+                }
+            })
+        });
+        (file, self.committed_ts_ms.load(Ordering::Relaxed))
     }
 
     /// Seconds between now and the source commit time of the committed offset (0 before one).

@@ -177,7 +177,7 @@ mod tests {
             panic!("config: {cfg:?}")
         };
         let ops = Ops::new(&cfg, 60.0);
-        let mut rx = ops.paused_rx();
+        let rx = ops.paused_rx();
         assert!(ops.pause());
         assert!(!ops.pause());
         assert!(ops.is_paused());

@@ -25,6 +25,8 @@ pub const CHANNEL_CAPACITY: usize = 256;
 /// A table as the sink sees it: its schema and where its changes go.
 #[derive(Debug)]
 pub struct TableCtx {
+    /// `db.table`, the `table` label of the metrics.
+    pub label: String,
     /// Columns, types and primary key.
     pub schema: Arc<TableSchema>,
     /// Topic, format, key columns and tombstone setting.
@@ -64,6 +66,7 @@ impl TableCtx {
             Format::Json => None,
         };
         Ok(TableCtx {
+            label: format!("{}.{}", schema.db, schema.table),
             schema,
             route,
             key_idx,

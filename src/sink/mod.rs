@@ -39,6 +39,7 @@ use crate::config::{Format, OnSchemaChange};
 use crate::encode::avro::{AvroEncoder, AvroTable, SchemaIds};
 use crate::encode::json::{JsonEncoder, Record};
 use crate::error::{Error, Result};
+use crate::metrics;
 use crate::pipeline::{Change, Checkpoint, TableCtx, TxnMeta};
 use crate::position::SourcePosition;
 use crate::registry::{BlockingRegistry, Registry};
@@ -165,7 +166,7 @@ fn run(
     match &result {
         Ok(()) => {}
         Err(Error::Fenced(_)) => {} // never touch a fenced producer's transaction
-        Err(_) => sink.abort_quietly(),
+        Err(e) => sink.abort_quietly(&e.to_string()),
     }
     result
 }
@@ -198,6 +199,65 @@ struct Sink {
     /// Latest source boundary reached and not yet committed, with its source time.
     pending: Option<Checkpoint>,
     last_commit: Instant,
+    /// Counts of the open Kafka transaction, for the metrics when it commits.
+    counts: TxnCounts,
+    /// When the read position was last copied into the metrics.
+    read_reported: Instant,
+}
+
+/// What the open Kafka transaction holds, counted for the metrics.
+#[derive(Default)]
+struct TxnCounts {
+    /// Records per (`db.table`, op) written to their topics (tombstones not counted).
+    written: Vec<((String, &'static str), u64)>,
+    /// Records per `db.table` written to the dead-letter topic.
+    dead_letters: Vec<(String, u64)>,
+    /// Key and value bytes of all records.
+    bytes: u64,
+}
+
+impl TxnCounts {
+    fn add_written(&mut self, table: &str, op: &'static str, n: u64) {
+        if n == 0 {
+            return;
+        }
+        match self
+            .written
+            .iter_mut()
+            .rev()
+            .find(|((t, o), _)| *o == op && t == table)
+        {
+            Some((_, c)) => *c += n,
+            None => self.written.push(((table.to_string(), op), n)),
+        }
+    }
+
+    fn add_dead_letters(&mut self, table: &str, n: u64) {
+        if n == 0 {
+            return;
+        }
+        match self.dead_letters.iter_mut().find(|(t, _)| t == table) {
+            Some((_, c)) => *c += n,
+            None => self.dead_letters.push((table.to_string(), n)),
+        }
+    }
+
+    fn clear(&mut self) {
+        self.written.clear();
+        self.dead_letters.clear();
+        self.bytes = 0;
+    }
+}
+
+/// The `op` label of a rows event.
+fn op_label(kind: crate::source::rows::RowsKind) -> &'static str {
+    use crate::source::rows::RowsKind;
+    match kind {
+        RowsKind::Insert => "c",
+        RowsKind::Update => "u",
+        RowsKind::Delete => "d",
+        RowsKind::Read => "r",
+    }
 }
 
 impl Sink {
@@ -265,6 +325,8 @@ impl Sink {
             table_order: HashMap::new(),
             pending: None,
             last_commit: Instant::now(),
+            counts: TxnCounts::default(),
+            read_reported: Instant::now(),
             s,
         };
         Ok((sink, committed))
@@ -358,6 +420,7 @@ impl Sink {
                         table.schema.db, table.schema.table, self.meta.file
                     )));
                 }
+                metrics::global().add_read(&table.label, op_label(kind), rows.len() as u64);
                 self.write_rows(&table, kind, &rows, pos)?;
                 self.check_txn_age()?;
             }
@@ -377,6 +440,7 @@ impl Sink {
             }
             Change::Commit(cp) => {
                 self.source_open = false;
+                self.report_read(&cp);
                 self.pending = Some(cp);
                 if self.kafka_records >= self.s.commit_max_events
                     || self.kafka_started.elapsed() >= Duration::from_millis(self.s.commit_max_ms)
@@ -385,6 +449,7 @@ impl Sink {
                 }
             }
             Change::Progress(cp) => {
+                self.report_read(&cp);
                 self.pending = Some(cp);
             }
         }
@@ -411,6 +476,7 @@ impl Sink {
             self.topics.ensure_data_topic(&self.s.dlq_topic)?;
         }
         let table_key = Arc::as_ptr(table) as *const () as usize;
+        let (mut written, mut dead, mut bytes) = (0u64, 0u64, 0u64);
         for (i, row) in rows.iter().enumerate() {
             self.records.clear();
             self.total_order += 1;
@@ -450,21 +516,31 @@ impl Sink {
                 ),
             }
             for rec in &self.records {
+                let key_len = rec.key.as_ref().map_or(0, Vec::len) as u64;
                 match &dlq_reason {
-                    None => self
-                        .producer
-                        .send(&table.route.topic, rec.key.as_deref(), rec.value.as_deref())
-                        .map_err(at)?,
+                    None => {
+                        self.producer
+                            .send(&table.route.topic, rec.key.as_deref(), rec.value.as_deref())
+                            .map_err(at)?;
+                        bytes += key_len + rec.value.as_ref().map_or(0, Vec::len) as u64;
+                        written += u64::from(rec.value.is_some());
+                    }
                     Some(reason) => {
                         let value = dead_letter(&table.route.topic, reason, rec);
                         self.producer
                             .send(&self.s.dlq_topic, rec.key.as_deref(), Some(&value))
                             .map_err(at)?;
+                        bytes += key_len + value.len() as u64;
+                        dead += 1;
                     }
                 }
                 self.kafka_records += 1;
             }
         }
+        self.counts
+            .add_written(&table.label, op_label(kind), written);
+        self.counts.add_dead_letters(&table.label, dead);
+        self.counts.bytes += bytes;
         Ok(())
     }
 
@@ -632,6 +708,7 @@ impl Sink {
         let mut rec = OffsetRecord::new(&self.s.name, cp.position, ts_ms);
         rec.xa_prepared = cp.xa_prepared;
         rec.snapshot = cp.snapshot.as_deref().cloned();
+        let snapshot = cp.snapshot;
         let bytes = rec.to_bytes();
         if self.exactly_once() {
             self.producer.send(
@@ -660,6 +737,24 @@ impl Sink {
             .commit_micros_total
             .fetch_add(micros, Ordering::Relaxed);
         self.stats.last_source_ts_ms.store(ts_ms, Ordering::Relaxed);
+        let m = metrics::global();
+        m.committed(&metrics::CommitStats {
+            written: &self.counts.written,
+            dead_letters: &self.counts.dead_letters,
+            records: self.kafka_records as u64,
+            bytes: self.counts.bytes,
+            duration: started.elapsed(),
+            position: &rec.position,
+            source_ts_ms: ts_ms,
+            snapshot: snapshot.as_deref(),
+        });
+        m.read_position(&rec.position);
+        self.read_reported = Instant::now();
+        match snapshot.as_deref() {
+            Some(p) if !p.done() => m.streaming_state("snapshotting"),
+            _ => m.streaming_state("streaming"),
+        }
+        self.counts.clear();
         tracing::debug!(records = self.kafka_records, micros, position = %rec.position, "committed");
         self.kafka_open = false;
         self.kafka_records = 0;
@@ -696,7 +791,7 @@ impl Sink {
     fn finish(&mut self) -> Result<()> {
         if self.kafka_open && self.source_open {
             tracing::info!("shutting down inside a source transaction: aborting it");
-            self.abort_quietly();
+            self.abort_quietly("the source stopped inside a source transaction");
             return Ok(());
         }
         if self.kafka_open || self.pending.is_some() {
@@ -706,7 +801,7 @@ impl Sink {
         Ok(())
     }
 
-    fn abort_quietly(&mut self) {
+    fn abort_quietly(&mut self, reason: &str) {
         // Never touch the transaction of a fenced producer: the new owner already aborted it.
         if self.producer.inner.client().fatal_error().is_some() {
             self.kafka_open = false;
@@ -720,12 +815,27 @@ impl Sink {
             {
                 Ok(()) => {
                     self.stats.txns_aborted.fetch_add(1, Ordering::Relaxed);
-                    tracing::info!("aborted the open Kafka transaction");
+                    metrics::global().aborted();
+                    tracing::info!(
+                        reason,
+                        records = self.kafka_records,
+                        "aborted the open Kafka transaction"
+                    );
                 }
                 Err(e) => tracing::warn!(error = %e, "abort_transaction failed"),
             }
         }
         self.kafka_open = false;
+        self.counts.clear();
+    }
+
+    /// Copies the read position into the metrics, at most every
+    /// [`metrics::READ_POSITION_EVERY`].
+    fn report_read(&mut self, cp: &Checkpoint) {
+        if self.read_reported.elapsed() >= metrics::READ_POSITION_EVERY {
+            metrics::global().read_position(&cp.position);
+            self.read_reported = Instant::now();
+        }
     }
 }
 

@@ -8,6 +8,7 @@ mod json_diff;
 pub mod payload;
 pub mod preflight;
 pub mod replication;
+pub mod retention;
 pub mod rows;
 pub mod seed;
 pub mod server;
