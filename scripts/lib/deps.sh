@@ -95,8 +95,18 @@ apt_fetch_deb() {
     [[ -n $ver ]] || die "apt knows no package $pkg (apt-cache policy $pkg shows no candidate)"
     rm -f -- "$dir/${pkg}_"*.deb
     say "apt-get download $pkg=$ver (unpacked with dpkg -x, not installed)" >&2
-    (cd "$dir" && apt-get -q -o APT::Sandbox::User=root download "$pkg=$ver") </dev/null >>"$log" 2>&1 \
-        || fail_with_log "$log" "apt-get download $pkg=$ver failed"
+    if ! (cd "$dir" && apt-get -q -o APT::Sandbox::User=root download "$pkg=$ver") </dev/null >>"$log" 2>&1; then
+        # Stale lists name a version the mirror no longer serves: refresh once and retry.
+        (( _APT_UPDATED == 0 )) || fail_with_log "$log" "apt-get download $pkg=$ver failed"
+        say "apt-get download failed; apt-get update and retry" >&2
+        apt-get -o DPkg::Lock::Timeout=300 update </dev/null >>"$log" 2>&1 \
+            || fail_with_log "$log" "apt-get update failed (needed to find $pkg)"
+        _APT_UPDATED=1
+        ver=$(_apt_candidate "$pkg")
+        [[ -n $ver ]] || die "apt knows no package $pkg after apt-get update"
+        (cd "$dir" && apt-get -q -o APT::Sandbox::User=root download "$pkg=$ver") </dev/null >>"$log" 2>&1 \
+            || fail_with_log "$log" "apt-get download $pkg=$ver failed"
+    fi
     for f in "$dir/${pkg}_"*.deb; do
         [[ -f $f ]] && { printf '%s' "$f"; return 0; }
     done
