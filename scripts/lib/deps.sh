@@ -7,6 +7,8 @@
 #                               building the rdkafka crate
 #   ensure_service_deps         mariadb-server, mariadb-client, kcat, curl, Java, Maven,
 #                               Python 3 with venv
+#   apt_fetch_deb PKG DIR       download PKG's candidate .deb into DIR without installing
+#                               it (for `dpkg -x`); prints the file's path
 
 _APT_UPDATED=${_APT_UPDATED:-0}
 
@@ -66,4 +68,47 @@ ensure_service_deps() {
     command -v python3 >/dev/null 2>&1 || pkgs+=(python3 python3-venv)
     command -v mvn >/dev/null 2>&1 || pkgs+=(maven)
     ensure_apt_packages "${pkgs[@]}"
+}
+
+# _apt_candidate PKG: the version apt would install, or nothing.
+_apt_candidate() {
+    apt-cache policy "$1" 2>/dev/null | awk '/Candidate:/ && $2 != "(none)" {print $2; exit}'
+}
+
+# apt_fetch_deb PKG DIR: download the candidate .deb of PKG (no dependencies) into DIR,
+# which is emptied of older .debs of PKG first, and print its path. Nothing is installed
+# and no maintainer script runs; unpack it with `dpkg -x`. Runs `apt-get update` first
+# when apt knows no candidate yet (a fresh machine's empty lists), at most once per run.
+apt_fetch_deb() {
+    local pkg=$1 dir=$2 log="$CACHE_DIR/apt.log" ver f
+    command -v apt-get >/dev/null 2>&1 || die "apt-get not found; cannot fetch the Debian package $pkg"
+    mkdir -p "$dir" "$CACHE_DIR"
+    export DEBIAN_FRONTEND=noninteractive
+    ver=$(_apt_candidate "$pkg")
+    if [[ -z $ver ]] && (( _APT_UPDATED == 0 )); then
+        say "apt-get update" >&2
+        apt-get -o DPkg::Lock::Timeout=300 update </dev/null >>"$log" 2>&1 \
+            || fail_with_log "$log" "apt-get update failed (needed to find $pkg)"
+        _APT_UPDATED=1
+        ver=$(_apt_candidate "$pkg")
+    fi
+    [[ -n $ver ]] || die "apt knows no package $pkg (apt-cache policy $pkg shows no candidate)"
+    rm -f -- "$dir/${pkg}_"*.deb
+    say "apt-get download $pkg=$ver (unpacked with dpkg -x, not installed)" >&2
+    if ! (cd "$dir" && apt-get -q -o APT::Sandbox::User=root download "$pkg=$ver") </dev/null >>"$log" 2>&1; then
+        # Stale lists name a version the mirror no longer serves: refresh once and retry.
+        (( _APT_UPDATED == 0 )) || fail_with_log "$log" "apt-get download $pkg=$ver failed"
+        say "apt-get download failed; apt-get update and retry" >&2
+        apt-get -o DPkg::Lock::Timeout=300 update </dev/null >>"$log" 2>&1 \
+            || fail_with_log "$log" "apt-get update failed (needed to find $pkg)"
+        _APT_UPDATED=1
+        ver=$(_apt_candidate "$pkg")
+        [[ -n $ver ]] || die "apt knows no package $pkg after apt-get update"
+        (cd "$dir" && apt-get -q -o APT::Sandbox::User=root download "$pkg=$ver") </dev/null >>"$log" 2>&1 \
+            || fail_with_log "$log" "apt-get download $pkg=$ver failed"
+    fi
+    for f in "$dir/${pkg}_"*.deb; do
+        [[ -f $f ]] && { printf '%s' "$f"; return 0; }
+    done
+    fail_with_log "$log" "apt-get download $pkg=$ver left no ${pkg}_*.deb in $dir"
 }
