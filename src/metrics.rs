@@ -169,7 +169,6 @@ pub const CATALOGUE: &[MetricDoc] = &[
 pub const PROCESS_METRICS: &[&str] = &[
     "process_cpu_seconds_total",
     "process_resident_memory_bytes",
-    "process_virtual_memory_bytes",
     "process_open_fds",
     "process_max_fds",
     "process_start_time_seconds",

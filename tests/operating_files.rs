@@ -19,6 +19,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 use std::process::Command;
+use std::sync::LazyLock;
 
 use regex::Regex;
 use serde_json::Value;
@@ -42,59 +43,31 @@ const fn m(name: &'static str, kind: Kind, labels: &'static [&'static str]) -> M
     Metric { name, kind, labels }
 }
 
-/// The metric catalogue of `GET /metrics` (defined in src/metrics.rs), as the dashboard and the
-/// alert rules use it. That a running sluice exports exactly these is checked by the metrics
-/// integration test; this copy lets the operating files be checked without a running sluice.
-const CATALOGUE: &[Metric] = &[
-    m("sluice_build_info", Kind::Gauge, &["version"]),
-    m("sluice_pipeline_state", Kind::Gauge, &["state"]),
-    m("sluice_events_read_total", Kind::Counter, &["table", "op"]),
-    m(
-        "sluice_events_written_total",
-        Kind::Counter,
-        &["table", "op"],
-    ),
-    m("sluice_written_bytes_total", Kind::Counter, &[]),
-    m(
-        "sluice_dead_letter_records_total",
-        Kind::Counter,
-        &["table"],
-    ),
-    m("sluice_read_binlog_file_index", Kind::Gauge, &[]),
-    m("sluice_read_binlog_offset", Kind::Gauge, &[]),
-    m("sluice_committed_binlog_file_index", Kind::Gauge, &[]),
-    m("sluice_committed_binlog_offset", Kind::Gauge, &[]),
-    m("sluice_read_gtid_sequence", Kind::Gauge, &["source_id"]),
-    m(
-        "sluice_committed_gtid_sequence",
-        Kind::Gauge,
-        &["source_id"],
-    ),
-    m("sluice_lag_seconds", Kind::Gauge, &[]),
-    m("sluice_commit_lag_seconds", Kind::Histogram, &[]),
-    m("sluice_transactions_total", Kind::Counter, &["result"]),
-    m(
-        "sluice_transaction_commit_duration_seconds",
-        Kind::Histogram,
-        &[],
-    ),
-    m("sluice_transaction_events", Kind::Histogram, &[]),
-    m("sluice_last_commit_timestamp_seconds", Kind::Gauge, &[]),
-    m("sluice_snapshot_rows_scanned", Kind::Gauge, &["table"]),
-    m("sluice_snapshot_rows_estimated", Kind::Gauge, &["table"]),
-    m("sluice_snapshot_chunks_done", Kind::Gauge, &["table"]),
-    m("sluice_snapshot_chunks_total", Kind::Gauge, &["table"]),
-    m("sluice_snapshot_running", Kind::Gauge, &["table"]),
-    m("sluice_binlog_retention_headroom_seconds", Kind::Gauge, &[]),
-    m("sluice_binlog_expire_seconds", Kind::Gauge, &[]),
-    m("sluice_reconnects_total", Kind::Counter, &[]),
-    m("sluice_errors_total", Kind::Counter, &["kind"]),
-    m("process_cpu_seconds_total", Kind::Counter, &[]),
-    m("process_resident_memory_bytes", Kind::Gauge, &[]),
-    m("process_open_fds", Kind::Gauge, &[]),
-    m("process_max_fds", Kind::Gauge, &[]),
-    m("process_start_time_seconds", Kind::Gauge, &[]),
-];
+/// The metric catalogue of `GET /metrics`: sluice's own (`sluice::metrics::CATALOGUE`, the one
+/// place each metric is declared) and the standard process metrics. That a running sluice
+/// exports them is checked by the metrics integration test (tests/metrics.rs).
+static CATALOGUE: LazyLock<Vec<Metric>> = LazyLock::new(|| {
+    let mut out: Vec<Metric> = sluice::metrics::CATALOGUE
+        .iter()
+        .map(|d| {
+            let kind = match d.kind {
+                sluice::metrics::Kind::Counter => Kind::Counter,
+                sluice::metrics::Kind::Gauge => Kind::Gauge,
+                sluice::metrics::Kind::Histogram => Kind::Histogram,
+            };
+            m(d.name, kind, d.labels)
+        })
+        .collect();
+    for name in sluice::metrics::PROCESS_METRICS {
+        let kind = if name.ends_with("_total") {
+            Kind::Counter
+        } else {
+            Kind::Gauge
+        };
+        out.push(m(name, kind, &[]));
+    }
+    out
+});
 
 /// Labels Prometheus adds to every scraped series.
 const TARGET_LABELS: &[&str] = &["job", "instance"];
