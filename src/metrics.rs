@@ -887,3 +887,28 @@ mod tests {
         }
     }
 }
+
+#[cfg(test)]
+mod readme {
+    /// The README's metric catalogue is this module's, between its markers.
+    #[test]
+    fn readme_lists_the_catalogue() {
+        let readme = include_str!("../README.md");
+        let begin = "<!-- metrics:begin (generated from src/metrics.rs CATALOGUE) -->\n";
+        let end = "<!-- metrics:end -->";
+        let want = super::catalogue_markdown();
+        let got = readme
+            .split_once(begin)
+            .and_then(|(_, rest)| rest.split_once(end))
+            .map(|(table, _)| table);
+        if let Ok(path) = std::env::var("SLUICE_WRITE_CATALOGUE") {
+            std::fs::write(path, &want).expect("write the catalogue");
+        }
+        assert_eq!(
+            got,
+            Some(want.as_str()),
+            "README.md's metric catalogue (between {begin:?} and {end:?}) is not CATALOGUE's; \
+             run with SLUICE_WRITE_CATALOGUE=<file> to get the table"
+        );
+    }
+}

@@ -1,0 +1,315 @@
+//! Metrics of a running pipeline, scraped by the test bed's real Prometheus (`scripts/services`
+//! starts it with file service discovery under `.data/prometheus/targets/`): every metric of
+//! the catalogue is exported; every expression of the Grafana dashboard returns data for this
+//! pipeline; and the figures are the pipeline's (the written-events counter equals the records
+//! a read_committed consumer reads from the table's topic).
+
+mod support;
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+use support::*;
+
+fn http() -> reqwest::Client {
+    reqwest::Client::builder()
+        .no_proxy()
+        .timeout(Duration::from_secs(10))
+        .build()
+        .unwrap()
+}
+
+async fn metrics_text(addr: std::net::SocketAddr) -> String {
+    let r = http()
+        .get(format!("http://{addr}/metrics"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status().as_u16(), 200);
+    r.text().await.unwrap()
+}
+
+/// The value of the series `name{labels}` in a text exposition (labels in any order).
+fn sample(text: &str, name: &str, labels: &[(&str, &str)]) -> Option<f64> {
+    text.lines().filter(|l| !l.starts_with('#')).find_map(|l| {
+        let (series, value) = l.rsplit_once(' ')?;
+        let (n, rest) = series.split_once('{').unwrap_or((series, "}"));
+        if n != name {
+            return None;
+        }
+        let all = labels
+            .iter()
+            .all(|(k, v)| rest.contains(&format!("{k}=\"{v}\"")));
+        all.then(|| value.parse().ok()).flatten()
+    })
+}
+
+fn prometheus_url() -> String {
+    let port = std::env::var("SLUICE_PROMETHEUS_PORT").unwrap_or_else(|_| "9090".into());
+    format!("http://127.0.0.1:{port}")
+}
+
+/// An instant query; the result vector.
+async fn query(q: &str) -> Vec<Value> {
+    let url = url::Url::parse_with_params(
+        &format!("{}/api/v1/query", prometheus_url()),
+        [("query", q)],
+    )
+    .unwrap();
+    let r = http().get(url).send().await.unwrap_or_else(|e| {
+        panic!(
+            "Prometheus is not reachable at {} ({e}): run ./scripts/services up",
+            prometheus_url()
+        )
+    });
+    let v: Value = r.json().await.unwrap();
+    assert_eq!(v["status"], "success", "query {q}: {v}");
+    v["data"]["result"].as_array().cloned().unwrap_or_default()
+}
+
+fn value_of(r: &Value) -> f64 {
+    r["value"][1]
+        .as_str()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(f64::NAN)
+}
+
+/// Every `expr` of the dashboard's panels (nested rows included).
+fn dashboard_exprs() -> Vec<String> {
+    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("grafana/dashboards/sluice.json");
+    let d: Value = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+    fn walk(panels: &Value, out: &mut Vec<String>) {
+        for p in panels.as_array().into_iter().flatten() {
+            for t in p["targets"].as_array().into_iter().flatten() {
+                if let Some(e) = t["expr"].as_str() {
+                    out.push(e.to_string());
+                }
+            }
+            walk(&p["panels"], out);
+        }
+    }
+    let mut out = Vec::new();
+    walk(&d["panels"], &mut out);
+    out.dedup();
+    out
+}
+
+/// The test's target file for Prometheus; removed when dropped.
+struct Target(PathBuf);
+
+impl Target {
+    fn write(name: &str, addr: std::net::SocketAddr) -> Target {
+        let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join(".data/prometheus/targets");
+        assert!(
+            dir.is_dir(),
+            "{} does not exist: run ./scripts/services up (it starts Prometheus)",
+            dir.display()
+        );
+        let path = dir.join(format!("{name}.json"));
+        let body = serde_json::json!([{ "targets": [addr.to_string()], "labels": {"test": name} }]);
+        std::fs::write(&path, body.to_string()).unwrap();
+        Target(path)
+    }
+}
+
+impl Drop for Target {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.0);
+    }
+}
+
+#[tokio::test]
+async fn prometheus_scrapes_what_the_pipeline_wrote() {
+    let flavor = MARIADB;
+    let rows = env_usize("SLUICE_TEST_METRICS_ROWS", 300);
+    let seeded = 40usize;
+    let p = Pipeline::new(flavor, "metrics", "");
+    p.edit_config("start = \"latest\"", "start = \"initial\"");
+    let mut c = root(flavor.port).await;
+    exec(
+        &mut c,
+        &[
+            &format!("CREATE DATABASE {}", p.db),
+            &format!(
+                "CREATE TABLE {}.t (id INT PRIMARY KEY, v VARCHAR(20))",
+                p.db
+            ),
+            &flavor.insert_seq(&format!("{}.t", p.db), 1, seeded, ""),
+        ],
+    )
+    .await;
+    let mut child = p.spawn();
+    p.wait_started(Duration::from_secs(60));
+    let addr = p.api_addr(Duration::from_secs(30));
+    let target = Target::write(&p.name, addr);
+
+    // The catalogue, before any change streamed (the snapshot of `seeded` rows may run).
+    let text = metrics_text(addr).await;
+    let table = format!("{}.t", p.db);
+    for d in sluice::metrics::CATALOGUE {
+        assert!(
+            text.contains(&format!("# TYPE {} {}", d.name, d.kind.as_str())),
+            "{} is not exported:\n{text}",
+            d.name
+        );
+    }
+    for name in sluice::metrics::PROCESS_METRICS {
+        assert!(text.contains(name), "{name} is not exported");
+    }
+    for op in sluice::metrics::OPS {
+        assert!(
+            sample(
+                &text,
+                "sluice_events_written_total",
+                &[("table", &table), ("op", op)]
+            )
+            .is_some(),
+            "the {op} series of {table} exists from the start:\n{text}"
+        );
+    }
+
+    // Inserts, updates and deletes, several rows per transaction.
+    let base = seeded + 1;
+    let mut i = base;
+    while i < base + rows {
+        let hi = (i + 9).min(base + rows - 1);
+        exec(
+            &mut c,
+            &[&flavor.insert_seq(&format!("{}.t", p.db), i, hi, "")],
+        )
+        .await;
+        i = hi + 1;
+    }
+    let updates = rows / 3;
+    let deletes = rows / 10;
+    exec(
+        &mut c,
+        &[
+            &format!("UPDATE {}.t SET v = 'updated' WHERE id <= {updates}", p.db),
+            &format!(
+                "DELETE FROM {}.t WHERE id > {}",
+                p.db,
+                seeded + rows - deletes
+            ),
+        ],
+    )
+    .await;
+    let expected: BTreeMap<&str, f64> = [
+        ("r", seeded as f64),
+        ("c", rows as f64),
+        ("u", updates as f64),
+        ("d", deletes as f64),
+    ]
+    .into();
+
+    // The pipeline's own counters reach the workload's figures.
+    let started = Instant::now();
+    let counted = loop {
+        let text = metrics_text(addr).await;
+        let counted: BTreeMap<&str, f64> = expected
+            .keys()
+            .map(|op| {
+                let v = sample(
+                    &text,
+                    "sluice_events_written_total",
+                    &[("table", &table), ("op", op)],
+                );
+                (*op, v.unwrap_or(0.0))
+            })
+            .collect();
+        if counted == expected || started.elapsed() > Duration::from_secs(60) {
+            break counted;
+        }
+        tokio::time::sleep(Duration::from_millis(300)).await;
+    };
+    assert_eq!(
+        counted,
+        expected,
+        "sluice_events_written_total of {table}; log:\n{}",
+        p.log()
+    );
+
+    // What a read_committed consumer reads: the same records.
+    let recs = consume_raw(
+        &[p.topic("t")],
+        "read_committed",
+        expected.values().sum::<f64>() as usize,
+        Duration::from_secs(3),
+        Duration::from_secs(60),
+    );
+    let with_value = recs.iter().filter(|r| r.value.is_some()).count();
+    assert_eq!(
+        with_value as f64,
+        expected.values().sum::<f64>(),
+        "records with a value in {}",
+        p.topic("t")
+    );
+
+    // Prometheus scraped it: the same total, for this instance.
+    let started = Instant::now();
+    loop {
+        let total_q =
+            format!("sum(sluice_events_written_total{{job=\"sluice\", instance=\"{addr}\"}})");
+        let r = query(&total_q).await;
+        let v = r.first().map(value_of);
+        if v == Some(expected.values().sum()) {
+            break;
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(60),
+            "Prometheus has {v:?} for {total_q}; expected {}",
+            expected.values().sum::<f64>()
+        );
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    }
+    let committed = query(&format!(
+        "sluice_transactions_total{{job=\"sluice\", instance=\"{addr}\", result=\"committed\"}}"
+    ))
+    .await;
+    assert!(
+        committed.first().map(value_of).unwrap_or(0.0) >= 1.0,
+        "{committed:?}"
+    );
+    let state = query(&format!(
+        "sluice_pipeline_state{{job=\"sluice\", instance=\"{addr}\"}} == 1"
+    ))
+    .await;
+    assert_eq!(state.len(), 1, "{state:?}");
+    assert_eq!(state[0]["metric"]["state"], "streaming", "{state:?}");
+    let lag = query(&format!("sluice_lag_seconds{{instance=\"{addr}\"}}")).await;
+    let lag = lag.first().map(value_of).unwrap_or(f64::NAN);
+    assert!((0.0..60.0).contains(&lag), "lag {lag}");
+    let scanned = query(&format!(
+        "sluice_snapshot_rows_scanned{{instance=\"{addr}\", table=\"{table}\"}}"
+    ))
+    .await;
+    assert_eq!(
+        scanned.first().map(value_of),
+        Some(seeded as f64),
+        "{scanned:?}"
+    );
+
+    // Every dashboard expression has data for this instance.
+    let mut empty = Vec::new();
+    for e in dashboard_exprs() {
+        let q = e
+            .replace("$job", "sluice")
+            .replace("instance=~\"$instance\"", &format!("instance=\"{addr}\""))
+            .replace("$__rate_interval", "1m");
+        let r = query(&q).await;
+        if r.is_empty() {
+            empty.push(q);
+        }
+    }
+    assert!(
+        empty.is_empty(),
+        "dashboard expressions without data:\n{}",
+        empty.join("\n")
+    );
+
+    let st = terminate(&mut child);
+    assert!(st.success(), "{st:?}; log:\n{}", p.log());
+    drop(target);
+}
