@@ -30,19 +30,28 @@ use super::ConfigError;
 pub const ENV_PREFIX: &str = "SLUICE_";
 
 /// `SLUICE_` variables that other parts of sluice read; the configuration ignores them.
-/// Besides the binary's own (`SLUICE_LOG`, `SLUICE_CONFIG`, `SLUICE_CACHE_DIR`), these are
+/// Besides the binary's own (`SLUICE_LOG`, `SLUICE_LOG_FORMAT`, `SLUICE_CONFIG`,
+/// `SLUICE_CACHE_DIR`), these are
 /// the knobs of the development scripts (`scripts/services`, `scripts/lib`), which a
 /// developer may have exported in the shell that runs sluice.
 pub const ENV_READ_ELSEWHERE: &[&str] = &[
     "SLUICE_LOG",
+    "SLUICE_LOG_FORMAT",
     "SLUICE_CONFIG",
     "SLUICE_CACHE_DIR",
     "SLUICE_ROOT",
     "SLUICE_LIB",
     "SLUICE_MARIADB_PORT",
+    "SLUICE_MARIADB_REPLICA_PORT",
     "SLUICE_MARIADB_SCRATCH_PORT",
+    "SLUICE_MYSQL_PORT",
+    "SLUICE_MYSQL_REPLICA_PORT",
+    "SLUICE_MYSQL_SCRATCH_PORT",
     "SLUICE_KAFKA_PORT",
     "SLUICE_KAFKA_CONTROLLER_PORT",
+    "SLUICE_REGISTRY_PORT",
+    "SLUICE_REGISTRY_MANAGEMENT_PORT",
+    "SLUICE_PROMETHEUS_PORT",
 ];
 
 /// Prefixes of `SLUICE_` variables that the configuration ignores (tests, benchmarks).
