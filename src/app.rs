@@ -282,12 +282,16 @@ pub async fn run(cfg: Config, shutdown: watch::Receiver<bool>) -> Result<()> {
     // lives as long as the run (with the API disabled too), so the inbox never sees its
     // senders gone while the pipeline runs.
     let (control, inbox) = crate::snapshot::adhoc::channel();
-    let ops = crate::ops::Ops::new(&cfg, READY_MAX_LAG_SECONDS);
+    let ops = crate::ops::Ops::new(&cfg, cfg.api.ready_max_lag_seconds);
     metrics::global().set_chunk_size(cfg.snapshot.chunk_size as u64);
     // the stream takes requests from here (wired separately)
     let (api_stop, api_stop_rx) = watch::channel(false);
     let api = if cfg.api.enabled {
-        let state = crate::api::ApiState::new(control.clone(), cfg.api.token().map(str::to_owned));
+        let state = crate::api::ApiState::new(
+            control.clone(),
+            ops.clone(),
+            cfg.api.token().map(str::to_owned),
+        );
         Some(crate::api::serve(&cfg.api, state, api_stop_rx).await?)
     } else {
         tracing::info!("api disabled (api.enabled = false)");
@@ -415,9 +419,6 @@ fn check_signal_table(cfg: &Config, router: &Router) -> Result<()> {
         )))
     }
 }
-
-/// Readiness limit of `GET /readyz` on the lag.
-const READY_MAX_LAG_SECONDS: f64 = 60.0;
 
 /// The stop signal of one attempt: shutdown, or a pause.
 fn attempt_stop(

@@ -1,10 +1,18 @@
 //! The HTTP API of `sluice run` (`[api]`, axum on the runtime the pipeline runs on).
 //!
-//! | method and path | answer |
-//! | --- | --- |
-//! | `GET /healthz` | 200 `{"status":"ok"}` |
-//! | `POST /snapshots` | an [`AdhocRequest`] (`{"tables":["db.t"],"where":"id > 10"}`) → 202 [`Accepted`]; 400 for a wrong request (unreadable JSON, unknown table, ...), 503 when the pipeline cannot take it now |
-//! | `GET /snapshots` | 200 `{"snapshot": <SnapshotProgress or null>}` |
+//! | method and path | auth | answer |
+//! | --- | --- | --- |
+//! | `GET /healthz` | – | 200 `{"status":"ok"}` while the process serves requests |
+//! | `GET /readyz` | – | 200 [`Readiness`] when streaming (or snapshotting) within `api.ready_max_lag_seconds`; 503 with it (and its `reason`) otherwise |
+//! | `GET /status` | – | 200 [`Status`] plus `"paused"`: whether a pause is requested |
+//! | `GET /config` | – | 200 the effective configuration, secrets as `***` |
+//! | `GET /tables` | – | 200 `{"tables": [TableInfo]}` (see [`TableInfo`]) |
+//! | `GET /metrics` | – | 200 the Prometheus text format (`crate::metrics`) |
+//! | `POST /pause` | [`Mutating`] | 202 `{"paused":true,"changed":true}`; 200 with `"changed":false` when already paused |
+//! | `POST /resume` | [`Mutating`] | 202 `{"paused":false,"changed":true}`; 200 with `"changed":false` when not paused |
+//! | `POST /snapshots` | [`Mutating`] | an [`AdhocRequest`] (`{"tables":["db.t"],"where":"id > 10"}`) → 202 [`Accepted`]; 400 for a wrong request (unreadable JSON, unknown table, ...), 503 when the pipeline cannot take it now (also while paused) |
+//! | `GET /snapshots` | – | 200 `{"snapshot": <SnapshotProgress or null>}` |
+//! | `GET /openapi.yaml` | – | 200 the OpenAPI 3.0 document of this table (`docs/openapi.yaml`) |
 //!
 //! Every error is JSON `{"error": "..."}` with a sentence saying what to do; unknown paths are
 //! 404, a known path with another method 405.
@@ -14,10 +22,22 @@
 //! one they are open when `api.listen` is a loopback address and refused (403) on any other
 //! (see [`mutation_access`]). Reading endpoints are open.
 //!
-//! New endpoints go into [`router`]: reading ones as they are, changing ones with a
-//! [`Mutating`] argument.
+//! **Pause and resume** only set the flag of [`Ops`]; the run loop obeys it (`crate::ops`):
+//! the state in `GET /status` becomes `paused` once the source stopped at a transaction
+//! boundary, and `starting`, then `streaming`, after a resume.
+//!
+//! [`ENDPOINTS`] is the one list of what the API serves: the router is built from it, the
+//! 404 and 405 answers name its entries, and the tests check it against the OpenAPI document
+//! (`docs/openapi.yaml`). A new endpoint is a new entry there (changing ones marked
+//! `mutating` and taking a [`Mutating`] argument) and in the document.
 //!
 //! [`client`] is the other end: `sluice snapshot`.
+//!
+//! [`Readiness`]: crate::ops::Readiness
+//! [`Status`]: crate::metrics::Status
+//! [`TableInfo`]: crate::ops::TableInfo
+//! [`Ops`]: crate::ops::Ops
+//! [`Accepted`]: crate::snapshot::adhoc::Accepted
 
 pub mod client;
 #[cfg(test)]
@@ -33,8 +53,9 @@ use axum::http::request::Parts;
 use axum::http::{header, HeaderValue, StatusCode};
 use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
-use axum::routing::get;
+use axum::routing::{on, MethodFilter, MethodRouter};
 use axum::{Json, Router};
+use serde::Serialize;
 use serde_json::json;
 use tokio::net::TcpListener;
 use tokio::sync::{watch, Semaphore};
@@ -42,6 +63,7 @@ use tokio::task::JoinHandle;
 
 use crate::config::{ApiConfig, Secret};
 use crate::error::{Error, Result};
+use crate::ops::Ops;
 use crate::snapshot::adhoc::{AdhocRequest, Rejected, SnapshotControl};
 
 /// Largest request body accepted, in bytes.
@@ -50,20 +72,115 @@ pub const MAX_BODY_BYTES: usize = 64 * 1024;
 /// Requests handled at the same time; more are answered 503 at once.
 pub const MAX_IN_FLIGHT: usize = 64;
 
-/// What the API serves from: the snapshot control (requests to the stream, its progress) and
-/// the token of the mutating endpoints.
+/// The content type of `GET /metrics`: the Prometheus text format.
+pub const METRICS_CONTENT_TYPE: &str = "text/plain; version=0.0.4; charset=utf-8";
+
+/// The content type of `GET /openapi.yaml`.
+pub const OPENAPI_CONTENT_TYPE: &str = "application/yaml";
+
+/// The OpenAPI 3.0 document of the API (`docs/openapi.yaml`), served at `GET /openapi.yaml`.
+pub const OPENAPI_YAML: &str = include_str!("../../docs/openapi.yaml");
+
+/// An HTTP method the API serves.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Method {
+    /// `GET` (which also answers `HEAD`).
+    Get,
+    /// `POST`.
+    Post,
+}
+
+impl Method {
+    /// The method's name, as in a request line.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Method::Get => "GET",
+            Method::Post => "POST",
+        }
+    }
+
+    fn filter(self) -> MethodFilter {
+        match self {
+            Method::Get => MethodFilter::GET,
+            Method::Post => MethodFilter::POST,
+        }
+    }
+}
+
+/// One endpoint of the API: an entry of [`ENDPOINTS`].
+pub struct Endpoint {
+    /// Its method.
+    pub method: Method,
+    /// Its path.
+    pub path: &'static str,
+    /// Whether it changes something: it takes [`Mutating`] (bearer token, see
+    /// [`mutation_access`]).
+    pub mutating: bool,
+    /// Its handler, on the method given.
+    handler: fn(MethodFilter) -> MethodRouter<Arc<Shared>>,
+}
+
+const fn endpoint(
+    method: Method,
+    path: &'static str,
+    mutating: bool,
+    handler: fn(MethodFilter) -> MethodRouter<Arc<Shared>>,
+) -> Endpoint {
+    Endpoint {
+        method,
+        path,
+        mutating,
+        handler,
+    }
+}
+
+/// Everything the API serves, in the order the 404 answer lists it. The router is built from
+/// this list; `docs/openapi.yaml` documents exactly these (a test checks both).
+pub const ENDPOINTS: &[Endpoint] = &[
+    endpoint(Method::Get, "/healthz", false, |m| on(m, healthz)),
+    endpoint(Method::Get, "/readyz", false, |m| on(m, readyz)),
+    endpoint(Method::Get, "/status", false, |m| on(m, status)),
+    endpoint(Method::Get, "/config", false, |m| on(m, config)),
+    endpoint(Method::Get, "/tables", false, |m| on(m, tables)),
+    endpoint(Method::Get, "/metrics", false, |m| on(m, metrics)),
+    endpoint(Method::Post, "/pause", true, |m| on(m, pause)),
+    endpoint(Method::Post, "/resume", true, |m| on(m, resume)),
+    endpoint(Method::Get, "/snapshots", false, |m| {
+        on(m, snapshot_progress)
+    }),
+    endpoint(Method::Post, "/snapshots", true, |m| {
+        on(m, request_snapshot)
+    }),
+    endpoint(Method::Get, "/openapi.yaml", false, |m| on(m, openapi)),
+];
+
+/// `GET /healthz, GET /readyz, ...`: the endpoints of [`ENDPOINTS`] for which `pick` holds.
+fn endpoint_list(pick: impl Fn(&Endpoint) -> bool) -> String {
+    ENDPOINTS
+        .iter()
+        .filter(|e| pick(e))
+        .map(|e| format!("{} {}", e.method.as_str(), e.path))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// What the API serves from: the snapshot control (requests to the stream, its progress), the
+/// operators' handle (pause, resume, status, tables, configuration, readiness) and the token
+/// of the mutating endpoints.
 #[derive(Clone)]
 pub struct ApiState {
     control: SnapshotControl,
+    ops: Arc<Ops>,
     token: Option<Secret<String>>,
 }
 
 impl ApiState {
-    /// State for `control`; `token` (when `Some` and not empty) is required by the mutating
-    /// endpoints.
-    pub fn new(control: SnapshotControl, token: Option<String>) -> Self {
+    /// State for `control` and `ops`; `token` (when `Some` and not empty) is required by the
+    /// mutating endpoints.
+    pub fn new(control: SnapshotControl, ops: Arc<Ops>, token: Option<String>) -> Self {
         ApiState {
             control,
+            ops,
             token: token.filter(|t| !t.is_empty()).map(Secret::new),
         }
     }
@@ -95,6 +212,7 @@ pub fn mutation_access(listen: &SocketAddr, token_set: bool) -> MutationAccess {
 
 struct Shared {
     control: SnapshotControl,
+    ops: Arc<Ops>,
     token: Option<Secret<String>>,
     access: MutationAccess,
     listen: SocketAddr,
@@ -152,6 +270,7 @@ pub async fn serve(
     let access = mutation_access(&listen, state.token.is_some());
     let shared = Arc::new(Shared {
         control: state.control,
+        ops: state.ops,
         token: state.token,
         access,
         listen: addr,
@@ -160,8 +279,9 @@ pub async fn serve(
     if access == MutationAccess::Refused {
         tracing::warn!(
             %addr,
+            refused = %endpoint_list(|e| e.mutating),
             "the api listens on a non-loopback address without api.token: its mutating \
-             endpoints (POST /snapshots) are refused; set api.token to use them"
+             endpoints are refused; set api.token to use them"
         );
     }
     let app = router(shared);
@@ -180,11 +300,15 @@ pub async fn serve(
     Ok(ApiServer { addr, task })
 }
 
-/// The routes. Reading endpoints take only the state; changing ones also [`Mutating`].
+/// The routes of [`ENDPOINTS`]. Reading endpoints take only the state; changing ones also
+/// [`Mutating`].
 fn router(shared: Arc<Shared>) -> Router {
-    Router::new()
-        .route("/healthz", get(healthz))
-        .route("/snapshots", get(snapshot_progress).post(request_snapshot))
+    ENDPOINTS
+        .iter()
+        // Two methods on one path: axum merges them into one route.
+        .fold(Router::new(), |r, e| {
+            r.route(e.path, (e.handler)(e.method.filter()))
+        })
         .fallback(not_found)
         .method_not_allowed_fallback(method_not_allowed)
         .layer(middleware::from_fn_with_state(
@@ -306,6 +430,76 @@ async fn healthz() -> Json<serde_json::Value> {
     Json(json!({ "status": "ok" }))
 }
 
+async fn readyz(State(shared): State<Arc<Shared>>) -> Response {
+    let readiness = shared.ops.readiness();
+    let status = if readiness.ready {
+        StatusCode::OK
+    } else {
+        StatusCode::SERVICE_UNAVAILABLE
+    };
+    (status, Json(readiness)).into_response()
+}
+
+/// `GET /status`: the pipeline's status and whether a pause is requested.
+#[derive(Serialize)]
+struct StatusAnswer {
+    #[serde(flatten)]
+    status: crate::metrics::Status,
+    /// A pause is requested (`POST /pause`); `state` says whether the source stopped yet.
+    paused: bool,
+}
+
+async fn status(State(shared): State<Arc<Shared>>) -> Json<StatusAnswer> {
+    Json(StatusAnswer {
+        status: shared.ops.status(),
+        paused: shared.ops.is_paused(),
+    })
+}
+
+async fn config(State(shared): State<Arc<Shared>>) -> Response {
+    Json(shared.ops.config()).into_response()
+}
+
+async fn tables(State(shared): State<Arc<Shared>>) -> Json<serde_json::Value> {
+    Json(json!({ "tables": shared.ops.tables() }))
+}
+
+async fn metrics() -> Response {
+    (
+        [(header::CONTENT_TYPE, METRICS_CONTENT_TYPE)],
+        crate::metrics::global().render(),
+    )
+        .into_response()
+}
+
+/// The answer of `POST /pause` and `POST /resume`: 202 when the request changed the flag,
+/// 200 when it was set that way already.
+fn pause_answer(paused: bool, changed: bool) -> Response {
+    let status = if changed {
+        StatusCode::ACCEPTED
+    } else {
+        StatusCode::OK
+    };
+    (
+        status,
+        Json(json!({ "paused": paused, "changed": changed })),
+    )
+        .into_response()
+}
+
+async fn pause(_: Mutating, State(shared): State<Arc<Shared>>) -> Response {
+    // `Ops` logs a change.
+    pause_answer(true, shared.ops.pause())
+}
+
+async fn resume(_: Mutating, State(shared): State<Arc<Shared>>) -> Response {
+    pause_answer(false, shared.ops.resume())
+}
+
+async fn openapi() -> Response {
+    ([(header::CONTENT_TYPE, OPENAPI_CONTENT_TYPE)], OPENAPI_YAML).into_response()
+}
+
 async fn snapshot_progress(State(shared): State<Arc<Shared>>) -> Json<serde_json::Value> {
     Json(json!({ "snapshot": shared.control.progress().as_deref() }))
 }
@@ -325,6 +519,14 @@ async fn request_snapshot(
             ),
         )
     })?;
+    if shared.ops.is_paused() {
+        // The stream takes requests between source transactions: a paused one takes none.
+        return Err(ApiError::new(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "the pipeline is paused and takes no snapshot requests; POST /resume, then try \
+             again",
+        ));
+    }
     match shared.control.request(request.clone()).await {
         Ok(accepted) => {
             tracing::info!(
@@ -344,22 +546,23 @@ async fn not_found(request: Request) -> ApiError {
     ApiError::new(
         StatusCode::NOT_FOUND,
         format!(
-            "no endpoint {} {}; the endpoints are GET /healthz, GET /snapshots and POST \
-             /snapshots",
+            "no endpoint {} {}; the endpoints are {}",
             request.method(),
-            request.uri().path()
+            request.uri().path(),
+            endpoint_list(|_| true)
         ),
     )
 }
 
 async fn method_not_allowed(request: Request) -> ApiError {
+    let path = request.uri().path();
     ApiError::new(
         StatusCode::METHOD_NOT_ALLOWED,
         format!(
-            "{} is not allowed on {}; the endpoints are GET /healthz, GET /snapshots and POST \
-             /snapshots",
+            "{} is not allowed on {path}; it takes {}; the endpoints are {}",
             request.method(),
-            request.uri().path()
+            endpoint_list(|e| e.path == path),
+            endpoint_list(|_| true)
         ),
     )
 }

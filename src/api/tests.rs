@@ -1,15 +1,26 @@
 //! The API in-process: a server on 127.0.0.1:0 whose stream end is a small task answering
-//! requests (it knows two tables) and publishing progress.
+//! requests (it knows two tables) and publishing progress, and whose operators' handle
+//! belongs to a configuration no pipeline runs. Answers are checked against the schemas of
+//! `docs/openapi.yaml`.
+//!
+//! The pipeline state and lag are process-wide (`crate::metrics::global()`): only
+//! `readiness_follows_the_pipeline_state` changes them or asserts on them.
 
+use std::collections::BTreeSet;
 use std::sync::Arc;
 
-use serde_json::Value;
+use serde_json::{json, Value};
 use tokio::sync::watch;
+use yaml_rust2::{Yaml, YamlLoader};
 
 use super::client::{Client, Totals};
 use super::*;
+use crate::ops::TableInfo;
 use crate::snapshot::adhoc::{channel, Accepted, Inbox};
 use crate::snapshot::progress::{SnapshotProgress, TableProgress};
+
+/// The source password of the configuration behind the API: `GET /config` must not show it.
+const SOURCE_PASSWORD: &str = "Src-Pa55word";
 
 const KNOWN: [&str; 2] = ["shop.orders", "shop.items"];
 
@@ -72,6 +83,7 @@ struct Running {
     server: ApiServer,
     stop: watch::Sender<bool>,
     http: reqwest::Client,
+    ops: Arc<Ops>,
 }
 
 impl Running {
@@ -99,6 +111,32 @@ impl Running {
         let json = serde_json::from_str(&text).unwrap_or_else(|e| panic!("{e}: {text:?}"));
         (status, json)
     }
+
+    /// Like [`Running::call`], and checks the answer against the schema `docs/openapi.yaml`
+    /// gives for the endpoint and status.
+    async fn checked(
+        &self,
+        method: &str,
+        path: &str,
+        body: Option<&str>,
+        token: Option<&str>,
+    ) -> (u16, Value) {
+        let (status, v) = self.call(method, path, body, token).await;
+        assert_documented(method, path, status, &v);
+        (status, v)
+    }
+
+    /// A `GET` of a non-JSON endpoint: status, content type, body.
+    async fn text(&self, path: &str) -> (u16, String, String) {
+        let r = self.http.get(self.url(path)).send().await.unwrap();
+        let status = r.status().as_u16();
+        let content_type = r
+            .headers()
+            .get("content-type")
+            .map(|v| v.to_str().unwrap().to_string())
+            .unwrap_or_default();
+        (status, content_type, r.text().await.unwrap())
+    }
 }
 
 async fn start(listen: &str, token: Option<&str>) -> Running {
@@ -109,16 +147,34 @@ async fn start(listen: &str, token: Option<&str>) -> Running {
 
 async fn start_with(control: SnapshotControl, listen: &str, token: Option<&str>) -> Running {
     let cfg = ApiConfig {
-        enabled: true,
         listen: listen.into(),
         token: Secret::new(token.unwrap_or_default().to_string()),
+        ..ApiConfig::default()
     };
+    let ops = ops(cfg.ready_max_lag_seconds);
     let (stop, stop_rx) = watch::channel(false);
-    let state = ApiState::new(control, cfg.token().map(str::to_owned));
+    let state = ApiState::new(control, ops.clone(), cfg.token().map(str::to_owned));
     let server = serve(&cfg, state, stop_rx).await.unwrap();
     assert_ne!(server.addr.port(), 0);
     let http = reqwest::Client::builder().no_proxy().build().unwrap();
-    Running { server, stop, http }
+    Running {
+        server,
+        stop,
+        http,
+        ops,
+    }
+}
+
+/// The operators' handle of a pipeline configured with [`SOURCE_PASSWORD`] and an API token.
+fn ops(max_lag_seconds: f64) -> Arc<Ops> {
+    let text = format!(
+        "name = \"shop\"\n[source]\nurl = \"mysql://sluice:{SOURCE_PASSWORD}@127.0.0.1:3306\"\n\
+         server_id = 7\ninclude = [\"shop\\\\..*\"]\n[kafka]\n\
+         bootstrap_servers = \"127.0.0.1:9092\"\n[api]\ntoken = \"{SOURCE_PASSWORD}-api\"\n"
+    );
+    let cfg =
+        crate::config::load_from_str(&text, Vec::new()).unwrap_or_else(|e| panic!("{e}\n{text}"));
+    Ops::new(&cfg, max_lag_seconds)
 }
 
 fn error_text(v: &Value) -> &str {
@@ -298,12 +354,11 @@ async fn a_taken_port_is_a_definite_error_naming_the_setting() {
     let api = start("127.0.0.1:0", None).await;
     let (control, _inbox) = channel();
     let cfg = ApiConfig {
-        enabled: true,
         listen: api.server.addr.to_string(),
-        token: Secret::default(),
+        ..ApiConfig::default()
     };
     let (_stop, rx) = watch::channel(false);
-    let e = serve(&cfg, ApiState::new(control, None), rx)
+    let e = serve(&cfg, ApiState::new(control, ops(60.0), None), rx)
         .await
         .err()
         .unwrap();
@@ -423,4 +478,616 @@ async fn the_client_says_when_nothing_listens() {
         .err()
         .unwrap();
     assert!(e.to_string().contains("polls in a row failed"), "{e}");
+}
+
+// ---------------------------------------------------------------- the operators' endpoints
+
+#[tokio::test]
+async fn reading_endpoints_answer_as_documented() {
+    let api = start("127.0.0.1:0", None).await;
+    assert_eq!(
+        api.checked("GET", "/healthz", None, None).await,
+        (200, json!({"status": "ok"}))
+    );
+
+    // The status (its state is process-wide: not asserted here) and the pause flag.
+    let (status, v) = api.checked("GET", "/status", None, None).await;
+    assert_eq!(status, 200, "{v}");
+    assert_eq!(v["paused"], false, "{v}");
+    assert!(
+        v["state"].is_string() && v["lag_seconds"].is_number(),
+        "{v}"
+    );
+
+    // The configuration, secrets redacted.
+    let (status, v) = api.checked("GET", "/config", None, None).await;
+    assert_eq!(status, 200, "{v}");
+    assert_eq!(v["name"], "shop", "{v}");
+    assert_eq!(v["api"]["token"], "***", "{v}");
+    assert_eq!(v["api"]["ready_max_lag_seconds"], 60.0, "{v}");
+    assert_eq!(v["source"]["server_id"], 7, "{v}");
+    assert!(!v.to_string().contains(SOURCE_PASSWORD), "{v}");
+
+    // The tables: none before the source started, then what it published.
+    assert_eq!(
+        api.checked("GET", "/tables", None, None).await,
+        (200, json!({"tables": []}))
+    );
+    let orders = TableInfo {
+        table: "shop.orders".into(),
+        topic: "shop.shop.orders".into(),
+        format: "json".into(),
+        key_columns: vec!["id".into()],
+        key_source: "primary key".into(),
+    };
+    let log = TableInfo {
+        table: "shop.log".into(),
+        topic: "shop.shop.log".into(),
+        format: "avro".into(),
+        key_columns: vec![],
+        key_source: "none".into(),
+    };
+    api.ops.set_tables(vec![orders.clone(), log]);
+    let (status, v) = api.checked("GET", "/tables", None, None).await;
+    assert_eq!(status, 200);
+    assert_eq!(v["tables"].as_array().map(Vec::len), Some(2), "{v}");
+    assert_eq!(v["tables"][0], serde_json::to_value(&orders).unwrap());
+    assert_eq!(v["tables"][1]["key_columns"], json!([]));
+
+    // The metrics: Prometheus text.
+    let (status, content_type, text) = api.text("/metrics").await;
+    assert_eq!(status, 200);
+    assert_eq!(content_type, METRICS_CONTENT_TYPE);
+    assert!(
+        text.contains("# TYPE sluice_build_info gauge")
+            && text.contains(&format!(
+                "sluice_build_info{{version=\"{}\"}} 1",
+                env!("CARGO_PKG_VERSION")
+            )),
+        "{text}"
+    );
+    assert!(
+        text.contains("# TYPE sluice_pipeline_state gauge"),
+        "{text}"
+    );
+
+    // The OpenAPI document, as in docs/.
+    let (status, content_type, text) = api.text("/openapi.yaml").await;
+    assert_eq!(status, 200);
+    assert_eq!(content_type, OPENAPI_CONTENT_TYPE);
+    assert_eq!(text, OPENAPI_YAML);
+    assert_eq!(
+        text,
+        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/docs/openapi.yaml")).unwrap()
+    );
+}
+
+#[tokio::test]
+async fn pause_and_resume_are_idempotent() {
+    let api = start("127.0.0.1:0", None).await;
+    let (status, v) = api.checked("POST", "/pause", None, None).await;
+    assert_eq!((status, v), (202, json!({"paused": true, "changed": true})));
+    assert!(api.ops.is_paused());
+    let (status, v) = api.checked("POST", "/pause", None, None).await;
+    assert_eq!(
+        (status, v),
+        (200, json!({"paused": true, "changed": false}))
+    );
+    assert!(api.ops.is_paused());
+    let (_, v) = api.checked("GET", "/status", None, None).await;
+    assert_eq!(v["paused"], true, "{v}");
+    // A paused pipeline takes no snapshot request: 503 at once, saying what to do.
+    let (status, v) = api
+        .checked(
+            "POST",
+            "/snapshots",
+            Some(r#"{"tables":["shop.orders"]}"#),
+            None,
+        )
+        .await;
+    assert_eq!(status, 503, "{v}");
+    assert!(error_text(&v).contains("POST /resume"), "{v}");
+
+    let (status, v) = api.checked("POST", "/resume", None, None).await;
+    assert_eq!(
+        (status, v),
+        (202, json!({"paused": false, "changed": true}))
+    );
+    assert!(!api.ops.is_paused());
+    let (status, v) = api.checked("POST", "/resume", None, None).await;
+    assert_eq!(
+        (status, v),
+        (200, json!({"paused": false, "changed": false}))
+    );
+    let (_, v) = api.checked("GET", "/status", None, None).await;
+    assert_eq!(v["paused"], false, "{v}");
+    let (status, v) = api
+        .checked(
+            "POST",
+            "/snapshots",
+            Some(r#"{"tables":["shop.orders"]}"#),
+            None,
+        )
+        .await;
+    assert_eq!(status, 202, "{v}");
+    // A body is ignored.
+    let (status, _) = api.checked("POST", "/pause", Some("{}"), None).await;
+    assert_eq!(status, 202);
+}
+
+#[tokio::test]
+async fn pause_and_resume_need_the_token() {
+    let api = start("127.0.0.1:0", Some("s3cret-token")).await;
+    let mutating: Vec<_> = ENDPOINTS.iter().filter(|e| e.mutating).collect();
+    assert!(mutating.iter().all(|e| e.method == Method::Post));
+    for path in mutating.iter().map(|e| e.path) {
+        let (status, v) = api.checked("POST", path, None, None).await;
+        assert_eq!(status, 401, "{path}: {v}");
+        assert!(error_text(&v).contains("Authorization: Bearer"), "{v}");
+        let (status, v) = api.checked("POST", path, None, Some("wrong")).await;
+        assert_eq!(status, 401, "{path}: {v}");
+        assert!(!error_text(&v).contains("s3cret"), "{v}");
+    }
+    assert!(!api.ops.is_paused(), "a refused pause must not pause");
+    let (status, v) = api
+        .checked("POST", "/pause", None, Some("s3cret-token"))
+        .await;
+    assert_eq!((status, v["paused"].clone()), (202, json!(true)));
+    assert!(api.ops.is_paused());
+    let (status, _) = api
+        .checked("POST", "/resume", None, Some("s3cret-token"))
+        .await;
+    assert_eq!(status, 202);
+    assert!(!api.ops.is_paused());
+    // Reading needs no token.
+    for e in ENDPOINTS.iter().filter(|e| !e.mutating) {
+        let r = api.http.get(api.url(e.path)).send().await.unwrap();
+        assert!(
+            [200, 503].contains(&r.status().as_u16()),
+            "GET {}: {}",
+            e.path,
+            r.status()
+        );
+    }
+
+    // No token on every interface: refused.
+    let open = start("0.0.0.0:0", None).await;
+    let port = open.server.addr.port();
+    for path in mutating.iter().map(|e| e.path) {
+        let r = open
+            .http
+            .post(format!("http://127.0.0.1:{port}{path}"))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(r.status().as_u16(), 403, "{path}");
+        let v: Value = serde_json::from_str(&r.text().await.unwrap()).unwrap();
+        assert_documented("POST", path, 403, &v);
+        assert!(error_text(&v).contains("api.token"), "{v}");
+    }
+    assert!(!open.ops.is_paused());
+    let r = open
+        .http
+        .get(format!("http://127.0.0.1:{port}/status"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status().as_u16(), 200);
+}
+
+/// The only test that sets the process-wide pipeline state and lag.
+#[tokio::test]
+async fn readiness_follows_the_pipeline_state() {
+    let api = start("127.0.0.1:0", None).await;
+    let m = crate::metrics::global();
+    let now = crate::sink::offsets::now_ms();
+    m.resumed_from(None, now);
+
+    m.set_state("starting");
+    let (status, v) = api.checked("GET", "/readyz", None, None).await;
+    assert_eq!(status, 503, "{v}");
+    assert_eq!(
+        (v["ready"].clone(), v["state"].clone()),
+        (json!(false), json!("starting"))
+    );
+    assert!(v["reason"].as_str().unwrap().contains("starting"), "{v}");
+    assert_eq!(v["max_lag_seconds"], 60.0);
+    let (_, v) = api.checked("GET", "/status", None, None).await;
+    assert_eq!(v["state"], "starting", "{v}");
+
+    m.set_state("streaming");
+    let (status, v) = api.checked("GET", "/readyz", None, None).await;
+    assert_eq!(status, 200, "{v}");
+    assert_eq!(
+        (v["ready"].clone(), v["state"].clone()),
+        (json!(true), json!("streaming"))
+    );
+    assert!(v.get("reason").is_none(), "{v}");
+    let (_, v) = api.checked("GET", "/status", None, None).await;
+    assert_eq!(v["state"], "streaming", "{v}");
+    let (_, _, text) = api.text("/metrics").await;
+    assert!(
+        text.contains("sluice_pipeline_state{state=\"streaming\"} 1"),
+        "{text}"
+    );
+
+    // Too far behind: not ready, saying so.
+    m.resumed_from(None, now - 3_600_000);
+    let (status, v) = api.checked("GET", "/readyz", None, None).await;
+    assert_eq!(status, 503, "{v}");
+    let reason = v["reason"].as_str().unwrap();
+    assert!(
+        reason.contains("lag") && reason.contains("api.ready_max_lag_seconds"),
+        "{v}"
+    );
+    assert!(v["lag_seconds"].as_f64().unwrap() >= 3600.0, "{v}");
+    m.resumed_from(None, crate::sink::offsets::now_ms());
+    assert_eq!(api.checked("GET", "/readyz", None, None).await.0, 200);
+
+    m.set_state("paused");
+    let (status, v) = api.checked("GET", "/readyz", None, None).await;
+    assert_eq!(status, 503, "{v}");
+    assert!(v["reason"].as_str().unwrap().contains("/resume"), "{v}");
+    m.set_state("snapshotting");
+    assert_eq!(api.checked("GET", "/readyz", None, None).await.0, 200);
+    m.set_state("starting");
+}
+
+#[tokio::test]
+async fn unknown_paths_and_methods_name_every_endpoint() {
+    let api = start("127.0.0.1:0", None).await;
+    let every = ENDPOINTS
+        .iter()
+        .map(|e| format!("{} {}", e.method.as_str(), e.path))
+        .collect::<Vec<_>>();
+    let (status, v) = api.call("GET", "/nope", None, None).await;
+    assert_eq!(status, 404);
+    assert_documented("GET", "/nope", 404, &v);
+    for e in &every {
+        assert!(error_text(&v).contains(e.as_str()), "{e}: {v}");
+    }
+    let (status, v) = api.call("GET", "/pause", None, None).await;
+    assert_eq!(status, 405, "{v}");
+    assert!(error_text(&v).contains("it takes POST /pause;"), "{v}");
+    let (status, v) = api.call("PUT", "/snapshots", None, None).await;
+    assert_eq!(status, 405, "{v}");
+    assert!(
+        error_text(&v).contains("it takes GET /snapshots, POST /snapshots;"),
+        "{v}"
+    );
+    for e in &every {
+        assert!(error_text(&v).contains(e.as_str()), "{e}: {v}");
+    }
+    // Every listed endpoint is served (neither 404 nor 405).
+    for e in ENDPOINTS {
+        let r = api
+            .http
+            .request(e.method.as_str().parse().unwrap(), api.url(e.path))
+            .body(r#"{"tables":["shop.items"]}"#)
+            .send()
+            .await
+            .unwrap();
+        assert!(
+            ![404, 405].contains(&r.status().as_u16()),
+            "{} {}: {}",
+            e.method.as_str(),
+            e.path,
+            r.status()
+        );
+    }
+}
+
+// ---------------------------------------------------------------- docs/openapi.yaml
+
+/// `docs/openapi.yaml` as JSON.
+fn openapi() -> Value {
+    let docs = YamlLoader::load_from_str(OPENAPI_YAML)
+        .unwrap_or_else(|e| panic!("docs/openapi.yaml does not parse: {e}"));
+    assert_eq!(docs.len(), 1, "docs/openapi.yaml holds one document");
+    yaml_to_json(&docs[0])
+}
+
+fn yaml_to_json(y: &Yaml) -> Value {
+    match y {
+        Yaml::Real(r) => r
+            .parse::<f64>()
+            .ok()
+            .and_then(serde_json::Number::from_f64)
+            .map(Value::Number)
+            .unwrap_or_else(|| panic!("number {r}")),
+        Yaml::Integer(i) => json!(i),
+        Yaml::String(s) => json!(s),
+        Yaml::Boolean(b) => json!(b),
+        Yaml::Array(a) => Value::Array(a.iter().map(yaml_to_json).collect()),
+        Yaml::Hash(h) => Value::Object(
+            h.iter()
+                .map(|(k, v)| {
+                    let key = match k {
+                        Yaml::String(s) => s.clone(),
+                        Yaml::Integer(i) => i.to_string(),
+                        other => panic!("key {other:?}"),
+                    };
+                    (key, yaml_to_json(v))
+                })
+                .collect(),
+        ),
+        Yaml::Null => Value::Null,
+        other => panic!("unexpected YAML node {other:?}"),
+    }
+}
+
+/// The node a local `$ref` (`#/components/...`) points at.
+fn resolve<'a>(doc: &'a Value, reference: &str) -> &'a Value {
+    let pointer = reference
+        .strip_prefix('#')
+        .unwrap_or_else(|| panic!("only local references: {reference}"));
+    doc.pointer(pointer)
+        .unwrap_or_else(|| panic!("{reference} points at nothing"))
+}
+
+/// Whether `v` conforms to `schema`: the part of OpenAPI 3.0's schema objects the document
+/// uses (`$ref`, `type`, `nullable`, `enum`, `required`, `properties`,
+/// `additionalProperties: false`, `items`, `allOf`, `oneOf`).
+fn conforms(doc: &Value, schema: &Value, v: &Value, at: &str) -> Result<(), String> {
+    if let Some(r) = schema.get("$ref").and_then(Value::as_str) {
+        return conforms(doc, resolve(doc, r), v, at);
+    }
+    if v.is_null() && schema["nullable"] == true {
+        return Ok(());
+    }
+    for s in schema["allOf"].as_array().into_iter().flatten() {
+        conforms(doc, s, v, at)?;
+    }
+    if let Some(one) = schema["oneOf"].as_array() {
+        let n = one
+            .iter()
+            .filter(|s| conforms(doc, s, v, at).is_ok())
+            .count();
+        if n != 1 {
+            return Err(format!("{at}: {v} matches {n} of oneOf"));
+        }
+    }
+    if let Some(values) = schema["enum"].as_array() {
+        if !values.contains(v) {
+            return Err(format!("{at}: {v} is not one of {values:?}"));
+        }
+    }
+    let fits = match schema["type"].as_str() {
+        None => true,
+        Some("object") => {
+            let Some(o) = v.as_object() else {
+                return Err(format!("{at}: {v} is not an object"));
+            };
+            for r in schema["required"].as_array().into_iter().flatten() {
+                let r = r.as_str().unwrap_or_default();
+                if !o.contains_key(r) {
+                    return Err(format!("{at}: {r} is missing from {v}"));
+                }
+            }
+            for (k, x) in o {
+                match schema["properties"].get(k) {
+                    Some(s) => conforms(doc, s, x, &format!("{at}.{k}"))?,
+                    None if schema["additionalProperties"] == false => {
+                        return Err(format!("{at}: {k} is not in the schema"))
+                    }
+                    None => {}
+                }
+            }
+            true
+        }
+        Some("array") => {
+            let Some(a) = v.as_array() else {
+                return Err(format!("{at}: {v} is not an array"));
+            };
+            for (i, x) in a.iter().enumerate() {
+                conforms(doc, &schema["items"], x, &format!("{at}[{i}]"))?;
+            }
+            true
+        }
+        Some("string") => v.is_string(),
+        Some("integer") => v.is_i64() || v.is_u64(),
+        Some("number") => v.is_number(),
+        Some("boolean") => v.is_boolean(),
+        Some(other) => return Err(format!("{at}: type {other} is not checked here")),
+    };
+    if fits {
+        Ok(())
+    } else {
+        Err(format!("{at}: {v} is not of type {}", schema["type"]))
+    }
+}
+
+/// Asserts that `v`, answered with `status` by `method path`, is what `docs/openapi.yaml`
+/// documents: the JSON schema of that response (errors of unknown paths: `Error`).
+fn assert_documented(method: &str, path: &str, status: u16, v: &Value) {
+    let doc = openapi();
+    let operation = &doc["paths"][path][method.to_ascii_lowercase()];
+    let schema = if operation.is_null() {
+        assert!(
+            [404, 405].contains(&status),
+            "{method} {path} is not documented"
+        );
+        json!({"$ref": "#/components/schemas/Error"})
+    } else {
+        let mut response = &operation["responses"][status.to_string()];
+        assert!(
+            !response.is_null(),
+            "{method} {path} does not document status {status} (answered {v})"
+        );
+        if let Some(r) = response.get("$ref").and_then(Value::as_str) {
+            response = resolve(&doc, r);
+        }
+        response["content"]["application/json"]["schema"].clone()
+    };
+    assert!(
+        !schema.is_null(),
+        "{method} {path} {status}: no JSON schema"
+    );
+    if let Err(e) = conforms(&doc, &schema, v, "answer") {
+        panic!("{method} {path} {status}: the answer does not fit docs/openapi.yaml: {e}");
+    }
+}
+
+#[test]
+fn the_openapi_document_lists_exactly_the_served_endpoints() {
+    let doc = openapi();
+    assert!(
+        doc["openapi"]
+            .as_str()
+            .unwrap_or_default()
+            .starts_with("3.0."),
+        "{}",
+        doc["openapi"]
+    );
+    let mut documented = BTreeSet::new();
+    for (path, item) in doc["paths"].as_object().unwrap() {
+        for (method, operation) in item.as_object().unwrap() {
+            let key = (method.to_ascii_uppercase(), path.clone());
+            let e = ENDPOINTS
+                .iter()
+                .find(|e| e.method.as_str() == key.0 && e.path == path)
+                .unwrap_or_else(|| panic!("{key:?} is documented but not served"));
+            // Bearer auth on exactly the mutating endpoints, with their 401 and 403.
+            let secured = operation["security"]
+                .as_array()
+                .is_some_and(|s| s.iter().any(|r| r.get("bearer").is_some()));
+            assert_eq!(secured, e.mutating, "{key:?}: security");
+            let responses = operation["responses"].as_object().unwrap();
+            for code in ["401", "403"] {
+                assert_eq!(responses.contains_key(code), e.mutating, "{key:?} {code}");
+            }
+            assert!(responses.contains_key("503"), "{key:?}: 503 (busy)");
+            // Every error answer is the Error schema.
+            for (code, response) in responses {
+                let response = match response.get("$ref").and_then(Value::as_str) {
+                    Some(r) => resolve(&doc, r),
+                    None => response,
+                };
+                assert!(response["description"].is_string(), "{key:?} {code}");
+                if code.starts_with('4') {
+                    assert_eq!(
+                        response["content"]["application/json"]["schema"]["$ref"],
+                        "#/components/schemas/Error",
+                        "{key:?} {code}"
+                    );
+                }
+            }
+            assert!(documented.insert(key));
+        }
+    }
+    let served: BTreeSet<_> = ENDPOINTS
+        .iter()
+        .map(|e| (e.method.as_str().to_string(), e.path.to_string()))
+        .collect();
+    assert_eq!(documented, served);
+    assert_eq!(served.len(), ENDPOINTS.len(), "an endpoint is listed twice");
+    assert_eq!(
+        doc["components"]["schemas"]["Error"],
+        json!({
+            "type": "object",
+            "description": "Every error answer.",
+            "required": ["error"],
+            "additionalProperties": false,
+            "properties": {"error": {"type": "string", "description": "What went wrong and what to do."}},
+            "example": doc["components"]["schemas"]["Error"]["example"].clone(),
+        })
+    );
+    assert_eq!(
+        doc["components"]["securitySchemes"]["bearer"]["scheme"],
+        "bearer"
+    );
+    // Every reference resolves.
+    fn refs(v: &Value, out: &mut Vec<String>) {
+        match v {
+            Value::Object(o) => {
+                if let Some(r) = o.get("$ref").and_then(Value::as_str) {
+                    out.push(r.to_string());
+                }
+                o.values().for_each(|x| refs(x, out));
+            }
+            Value::Array(a) => a.iter().for_each(|x| refs(x, out)),
+            _ => {}
+        }
+    }
+    let mut all = Vec::new();
+    refs(&doc, &mut all);
+    assert!(!all.is_empty());
+    for r in all {
+        resolve(&doc, &r);
+    }
+}
+
+#[test]
+fn the_schemas_fit_what_the_types_serialize() {
+    let doc = openapi();
+    let schema = |name: &str| json!({"$ref": format!("#/components/schemas/{name}")});
+    let check = |name: &str, v: Value| {
+        if let Err(e) = conforms(&doc, &schema(name), &v, name) {
+            panic!("{e}");
+        }
+    };
+    // A status with everything set, and the fresh one.
+    let mut progress = SnapshotProgress {
+        started_ms: 1,
+        then_stop: true,
+        tables: vec![TableProgress::new("shop", "orders", 10)],
+    };
+    progress.tables[0].key = vec!["id".into()];
+    progress.tables[0].after = Some(vec![crate::snapshot::progress::KeyValue::Int(4)]);
+    progress.tables[0].request = Some("r1".into());
+    progress.tables[0].filter = Some("id > 1".into());
+    progress.tables[0].scan = true;
+    check("SnapshotProgress", serde_json::to_value(&progress).unwrap());
+    check("SnapshotAnswer", json!({ "snapshot": progress }));
+    check("SnapshotAnswer", json!({ "snapshot": null }));
+    check(
+        "SnapshotAccepted",
+        serde_json::to_value(Accepted {
+            id: "r1".into(),
+            tables: vec!["shop.orders".into()],
+        })
+        .unwrap(),
+    );
+    check(
+        "SnapshotRequest",
+        serde_json::to_value(AdhocRequest {
+            tables: vec!["shop.orders".into()],
+            filter: Some("id > 1".into()),
+            id: Some("x".into()),
+        })
+        .unwrap(),
+    );
+    check(
+        "Readiness",
+        serde_json::to_value(crate::ops::readiness("backoff", 1.5, 60.0)).unwrap(),
+    );
+    let status = crate::metrics::Status {
+        state: "streaming",
+        read_position: Some("file:bin.000001:4".into()),
+        committed_position: Some("file:bin.000001:4".into()),
+        committed_at_ms: Some(2),
+        committed_source_ts_ms: Some(1),
+        lag_seconds: 0.5,
+        binlog_retention_headroom_seconds: Some(3600.0),
+        snapshot: Some(progress),
+        last_error: Some(crate::metrics::LastError {
+            kind: "transient".into(),
+            message: "m".into(),
+            at_ms: 3,
+        }),
+    };
+    check(
+        "Status",
+        serde_json::to_value(StatusAnswer {
+            status,
+            paused: true,
+        })
+        .unwrap(),
+    );
+    check("Config", ops(60.0).config().clone());
+    // Every state the metrics know is in the document's enum, and no other.
+    assert_eq!(
+        doc["components"]["schemas"]["State"]["enum"],
+        json!(crate::metrics::STATES)
+    );
 }

@@ -1,5 +1,6 @@
-//! `[api]`: the HTTP API of `sluice run` (`crate::api`): health, ad-hoc snapshots and their
-//! progress; `sluice snapshot` talks to it.
+//! `[api]`: the HTTP API of `sluice run` (`crate::api`): health and readiness, status,
+//! metrics, pause and resume, ad-hoc snapshots and their progress; `sluice snapshot` talks to
+//! it.
 
 use std::net::SocketAddr;
 
@@ -11,10 +12,13 @@ use super::{Config, Problem};
 /// The default `api.listen`.
 pub const DEFAULT_LISTEN: &str = "127.0.0.1:8089";
 
+/// The default `api.ready_max_lag_seconds`.
+pub const DEFAULT_READY_MAX_LAG_SECONDS: f64 = 60.0;
+
 /// `[api]`: where the HTTP API listens and who may change things through it.
 ///
 /// `Debug` and `Serialize` show the token as `***`.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ApiConfig {
     /// Whether `sluice run` serves the API. Default: true.
@@ -25,11 +29,17 @@ pub struct ApiConfig {
     /// `api listening` names it). Default: `"127.0.0.1:8089"`.
     #[serde(default = "default_listen")]
     pub listen: String,
-    /// Bearer token the mutating endpoints (`POST /snapshots`) require
-    /// (`Authorization: Bearer <token>`); secret, never printed. Without one they are open on
-    /// a loopback `listen` and refused on any other. Default: empty (none).
+    /// Bearer token the mutating endpoints (`POST /snapshots`, `POST /pause`,
+    /// `POST /resume`) require (`Authorization: Bearer <token>`); secret, never printed.
+    /// Without one they are open on a loopback `listen` and refused on any other. Default:
+    /// empty (none).
     #[serde(default, serialize_with = "serialize_token")]
     pub token: Secret<String>,
+    /// The largest lag (`sluice_lag_seconds`: now minus the source commit time of the last
+    /// committed transaction) at which `GET /readyz` still answers ready (200); above it,
+    /// 503. Seconds, greater than 0; fractions allowed. Default: 60.
+    #[serde(default = "default_ready_max_lag_seconds")]
+    pub ready_max_lag_seconds: f64,
 }
 
 impl Default for ApiConfig {
@@ -38,6 +48,7 @@ impl Default for ApiConfig {
             enabled: default_enabled(),
             listen: default_listen(),
             token: Secret::default(),
+            ready_max_lag_seconds: DEFAULT_READY_MAX_LAG_SECONDS,
         }
     }
 }
@@ -48,6 +59,10 @@ fn default_enabled() -> bool {
 
 fn default_listen() -> String {
     DEFAULT_LISTEN.to_string()
+}
+
+fn default_ready_max_lag_seconds() -> f64 {
+    DEFAULT_READY_MAX_LAG_SECONDS
 }
 
 /// An empty token is written as `""` (there is nothing to hide), any other as `***`.
@@ -91,6 +106,16 @@ pub(super) fn validate(config: &Config, problems: &mut Vec<Problem>) {
             "a token with spaces, control or non-ASCII characters (value not shown)",
             "visible ASCII characters only, as sent in `Authorization: Bearer <token>`",
             "set api.token (or SLUICE_API_TOKEN) to e.g. the output of `openssl rand -hex 32`",
+        ));
+    }
+    let lag = a.ready_max_lag_seconds;
+    if !(lag.is_finite() && lag > 0.0) {
+        problems.push(Problem::new(
+            "api.ready_max_lag_seconds",
+            format!("{lag}"),
+            "a number of seconds greater than 0, e.g. 60 (the default) or 2.5",
+            "set api.ready_max_lag_seconds (or SLUICE_API_READY_MAX_LAG_SECONDS) to the lag \
+             above which GET /readyz answers 503",
         ));
     }
 }

@@ -5,7 +5,7 @@
 //! - `SLUICE_<SECTION>_<FIELD>` (upper case) for every scalar field of the top level,
 //!   `[source]`, `[kafka]`, `[commit]`, `[snapshot]`, `[schema_registry]` and `[api]`, listed
 //!   in one table (`FIELDS`, see [`known_env_vars`]); the value is parsed as an integer,
-//!   boolean, string or comma-separated list according to the field. E.g. `SLUICE_NAME`, `SLUICE_SOURCE_URL`, `SLUICE_SOURCE_SERVER_ID`,
+//!   number, boolean, string or comma-separated list according to the field. E.g. `SLUICE_NAME`, `SLUICE_SOURCE_URL`, `SLUICE_SOURCE_SERVER_ID`,
 //!   `SLUICE_SOURCE_INCLUDE=shop\..*,crm\..*`, `SLUICE_COMMIT_MAX_MS=250`,
 //!   `SLUICE_SCHEMA_REGISTRY_PASSWORD`, `SLUICE_API_TOKEN`.
 //!   (Comma-separated lists cannot hold a regex containing a comma: put such a
@@ -70,6 +70,8 @@ pub(super) enum Kind {
     Str,
     /// A decimal integer.
     Int,
+    /// A decimal number, e.g. `60` or `2.5`.
+    Float,
     /// `true`/`false` (also `1`/`0`, `yes`/`no`, `on`/`off`), case-insensitive.
     Bool,
     /// Comma-separated strings, each trimmed; empty items dropped.
@@ -156,6 +158,7 @@ pub(super) const FIELDS: &[Field] = &[
         kind: Kind::Str,
         secret: true,
     },
+    field(&["api", "ready_max_lag_seconds"], Kind::Float),
 ];
 
 /// The variable name for a TOML path: `SLUICE_` + the path joined by `_`, upper-cased.
@@ -278,6 +281,19 @@ fn convert(var: &str, value: &str, field: Field) -> Result<Value, ConfigError> {
                 message: format!(
                     "found {shown}; expected a decimal integer (e.g. 5000); fix: set it to a \
                      number or unset it"
+                ),
+            }),
+        Kind::Float => value
+            .trim()
+            .parse::<f64>()
+            .ok()
+            .filter(|f| f.is_finite())
+            .map(Value::Float)
+            .ok_or_else(|| ConfigError::Env {
+                var: var.to_string(),
+                message: format!(
+                    "found {shown}; expected a decimal number (e.g. 60 or 2.5); fix: set it to \
+                     a number or unset it"
                 ),
             }),
         Kind::Bool => match value.trim().to_ascii_lowercase().as_str() {

@@ -270,7 +270,8 @@ impl OnSchemaChange {
 ///
 /// `Serialize` writes secrets as `***` (see [`Config::redacted_json`]); it is for display,
 /// not for writing a usable file back.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+// No `Eq`: `api.ready_max_lag_seconds` is a float.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Config {
     /// Pipeline name, required; 1–100 characters from `[A-Za-z0-9._-]`. The Kafka
@@ -302,7 +303,7 @@ pub struct Config {
     #[serde(default)]
     pub snapshot: SnapshotConfig,
     /// The HTTP API of `sluice run` (`[api]`). Default: all defaults (enabled on
-    /// 127.0.0.1:8089, no token).
+    /// 127.0.0.1:8089, no token, ready up to 60 s of lag).
     #[serde(default)]
     pub api: ApiConfig,
 }

@@ -1535,6 +1535,49 @@ fn api_from_the_environment() {
 }
 
 #[test]
+fn api_ready_max_lag_seconds() {
+    assert_eq!(parse(MINIMAL).unwrap().api.ready_max_lag_seconds, 60.0);
+    for (text, want) in [("5", 5.0), ("2.5", 2.5), ("86400", 86400.0)] {
+        let c = parse(&with(&format!("[api]\nready_max_lag_seconds = {text}"))).unwrap();
+        assert_eq!(c.api.ready_max_lag_seconds, want, "{text}");
+    }
+    for bad in ["0", "-1", "0.0", "nan", "inf"] {
+        let p = assert_problem(
+            &with(&format!("[api]\nready_max_lag_seconds = {bad}")),
+            "api.ready_max_lag_seconds",
+        );
+        assert!(p.expected.contains("greater than 0"), "{bad}: {p}");
+        assert!(
+            p.fix.contains("SLUICE_API_READY_MAX_LAG_SECONDS"),
+            "{bad}: {p}"
+        );
+    }
+    let e = err(&with("[api]\nready_max_lag_seconds = \"60\""));
+    assert!(e.contains("ready_max_lag_seconds"), "{e}");
+    let c = Config::from_str_with_env(
+        MINIMAL,
+        env(&[("SLUICE_API_READY_MAX_LAG_SECONDS", " 2.5 ")]),
+    )
+    .unwrap();
+    assert_eq!(c.api.ready_max_lag_seconds, 2.5);
+    assert_eq!(c.redacted_json()["api"]["ready_max_lag_seconds"], 2.5);
+    for bad in ["soon", "inf", ""] {
+        let e =
+            Config::from_str_with_env(MINIMAL, env(&[("SLUICE_API_READY_MAX_LAG_SECONDS", bad)]))
+                .unwrap_err()
+                .to_string();
+        assert!(
+            e.contains("SLUICE_API_READY_MAX_LAG_SECONDS") && e.contains("decimal number"),
+            "{bad}: {e}"
+        );
+    }
+    let e = Config::from_str_with_env(MINIMAL, env(&[("SLUICE_API_READY_MAX_LAG_SECONDS", "-3")]))
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("api.ready_max_lag_seconds"), "{e}");
+}
+
+#[test]
 fn api_token_is_redacted() {
     let c = parse(&with(&format!("[api]\ntoken = \"{PASSWORD}\""))).unwrap();
     assert_eq!(c.api.token(), Some(PASSWORD));
