@@ -132,6 +132,7 @@ async fn prometheus_scrapes_what_the_pipeline_wrote() {
         &mut c,
         &[
             &format!("CREATE DATABASE {}", p.db),
+            &format!("USE {}", p.db),
             &format!(
                 "CREATE TABLE {}.t (id INT PRIMARY KEY, v VARCHAR(20))",
                 p.db
