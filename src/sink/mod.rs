@@ -23,6 +23,7 @@
 pub mod classify;
 pub mod offsets;
 pub mod producer;
+pub mod schema_ids;
 pub mod topics;
 
 use std::collections::HashMap;
@@ -36,7 +37,7 @@ use tokio::sync::{mpsc, oneshot};
 
 use crate::config::Delivery;
 use crate::config::{Format, OnSchemaChange};
-use crate::encode::avro::{AvroEncoder, AvroTable, SchemaIds};
+use crate::encode::avro::{AvroEncoder, SchemaIds};
 use crate::encode::json::{JsonEncoder, Record};
 use crate::error::{Error, Result};
 use crate::metrics;
@@ -179,9 +180,9 @@ struct Sink {
     encoder: JsonEncoder,
     avro: AvroEncoder,
     registry: Option<BlockingRegistry>,
-    /// Registered schema ids per Avro table version (keyed by the `AvroTable`'s address, which
-    /// the kept `Arc` pins), or why the registry refused it (`on_schema_change = "dlq"`).
-    avro_ids: HashMap<usize, (Arc<AvroTable>, std::result::Result<SchemaIds, String>)>,
+    /// Registered schema ids per Avro table version, or why the registry refused it
+    /// (`on_schema_change = "dlq"`); bounded.
+    avro_ids: schema_ids::SchemaIdCache,
     /// The shape last written per table, to name the changed columns when a new shape is
     /// refused.
     last_shape: HashMap<(String, String), Arc<TableCtx>>,
@@ -195,7 +196,8 @@ struct Sink {
     source_open: bool,
     meta: TxnMeta,
     total_order: u64,
-    table_order: HashMap<usize, u64>,
+    /// Rows written per `db.table` in the open source transaction (`data_collection_order`).
+    table_order: HashMap<String, u64>,
     /// Latest source boundary reached and not yet committed, with its source time.
     pending: Option<Checkpoint>,
     last_commit: Instant,
@@ -310,7 +312,7 @@ impl Sink {
             encoder: JsonEncoder::new(&s.name),
             avro: AvroEncoder::new(&s.name),
             registry,
-            avro_ids: HashMap::new(),
+            avro_ids: schema_ids::SchemaIdCache::default(),
             last_shape: HashMap::new(),
             producer,
             topics,
@@ -475,14 +477,21 @@ impl Sink {
         if dlq_reason.is_some() {
             self.topics.ensure_data_topic(&self.s.dlq_topic)?;
         }
-        let table_key = Arc::as_ptr(table) as *const () as usize;
         let (mut written, mut dead, mut bytes) = (0u64, 0u64, 0u64);
         for (i, row) in rows.iter().enumerate() {
             self.records.clear();
             self.total_order += 1;
-            let dc = self.table_order.entry(table_key).or_insert(0);
-            *dc += 1;
-            let order = (self.total_order, *dc);
+            let dc = match self.table_order.get_mut(table.label.as_str()) {
+                Some(n) => {
+                    *n += 1;
+                    *n
+                }
+                None => {
+                    self.table_order.insert(table.label.clone(), 1);
+                    1
+                }
+            };
+            let order = (self.total_order, dc);
             let at = |e: Error| {
                 e.context(format!(
                     "writing {}.{} (binlog {}:{pos})",
@@ -558,8 +567,7 @@ impl Sink {
                 table.schema.db, table.schema.table
             )));
         };
-        let addr = Arc::as_ptr(&avro) as usize;
-        if let Some((_, ids)) = self.avro_ids.get(&addr) {
+        if let Some(ids) = self.avro_ids.get(&table.label, &table.route.topic, &avro) {
             return Ok(ids.clone());
         }
         let Some(registry) = &self.registry else {
@@ -631,7 +639,8 @@ impl Sink {
         if outcome.is_ok() {
             self.last_shape.insert(table_name, table.clone());
         }
-        self.avro_ids.insert(addr, (avro, outcome.clone()));
+        self.avro_ids
+            .insert(&table.label, &table.route.topic, &avro, outcome.clone());
         Ok(outcome)
     }
 
