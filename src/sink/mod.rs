@@ -20,6 +20,7 @@
 //!
 //! All librdkafka calls run on this module's own OS thread, never on the async executor.
 
+pub mod claim;
 pub mod classify;
 pub mod offsets;
 pub mod producer;
@@ -96,6 +97,9 @@ pub struct SinkStats {
     pub commit_micros_total: AtomicU64,
     /// Source commit time of the last committed position, ms since the epoch.
     pub last_source_ts_ms: AtomicU64,
+    /// When the pipeline last recovered from a transaction the coordinator aborted by timeout
+    /// (see [`claim`]); shared by the attempts of one process.
+    pub last_timeout_recovery: std::sync::Mutex<Option<Instant>>,
 }
 
 /// What the sink read after fencing: the committed offset and the schema history that was
@@ -163,7 +167,10 @@ fn run(
             });
         }
     };
-    let result = sink.consume(rx, &rt);
+    let result = match sink.consume(rx, &rt) {
+        Err(Error::Fenced(msg)) => sink.resolve_fence(msg),
+        other => other,
+    };
     match &result {
         Ok(()) => {}
         Err(Error::Fenced(_)) => {} // never touch a fenced producer's transaction
@@ -205,6 +212,9 @@ struct Sink {
     counts: TxnCounts,
     /// When the read position was last copied into the metrics.
     read_reported: Instant,
+    /// Offset in the offsets topic at or before this instance's claim record: where a fenced
+    /// instance looks for a newer owner's claim.
+    claim_from: i64,
 }
 
 /// What the open Kafka transaction holds, counted for the metrics.
@@ -263,6 +273,24 @@ fn op_label(kind: crate::source::rows::RowsKind) -> &'static str {
 }
 
 impl Sink {
+    /// Decides what a fence means (see [`claim`]): a takeover stays [`Error::Fenced`]; a
+    /// transaction the coordinator aborted by timeout becomes a transient error, so the next
+    /// attempt fences afresh and resumes from the committed offset.
+    fn resolve_fence(&mut self, msg: String) -> Result<()> {
+        if !self.exactly_once() {
+            return Err(Error::Fenced(msg));
+        }
+        let open_for = self.kafka_open.then(|| self.kafka_started.elapsed());
+        self.kafka_open = false;
+        Err(claim::resolve(
+            msg,
+            open_for,
+            &self.s,
+            self.claim_from,
+            &self.stats.last_timeout_recovery,
+        ))
+    }
+
     fn exactly_once(&self) -> bool {
         self.s.delivery == Delivery::ExactlyOnce
     }
@@ -277,6 +305,7 @@ impl Sink {
         topics.ensure_offsets_topic(&s.offsets_topic)?;
         topics.ensure_history_topic(&s.schema_history_topic)?;
         let eo = s.delivery == Delivery::ExactlyOnce;
+        let mut claim_from = 0;
         let producer = SinkProducer::create(
             &s.client,
             eo.then_some(s.transactional_id.as_str()),
@@ -289,6 +318,7 @@ impl Sink {
                 .init_transactions(Duration::from_secs(60))
                 .map_err(|e| classify::classify("init_transactions (fencing)", &e))?;
             tracing::info!(transactional_id = %s.transactional_id, "producer initialized; older instances fenced");
+            claim_from = claim::write(&producer, &s)?;
         }
         let committed = offsets::read_committed_offset(
             &s.client,
@@ -329,6 +359,7 @@ impl Sink {
             last_commit: Instant::now(),
             counts: TxnCounts::default(),
             read_reported: Instant::now(),
+            claim_from,
             s,
         };
         Ok((sink, committed))
