@@ -23,8 +23,11 @@
 pub mod claim;
 pub mod classify;
 pub mod offsets;
+pub mod past;
 pub mod producer;
+pub mod reader;
 pub mod schema_ids;
+mod state;
 pub mod topics;
 
 use std::collections::HashMap;
@@ -60,6 +63,14 @@ pub struct SinkSettings {
     pub delivery: Delivery,
     /// Compacted single-partition offsets topic.
     pub offsets_topic: String,
+    /// The shared offsets topic to move this pipeline's committed offset from, once, when its
+    /// own topic holds none (`None` when `kafka.offsets_topic` is set).
+    pub shared_offsets_topic: Option<String>,
+    /// The shared schema-history topic moved from with it (`None` when
+    /// `kafka.schema_history_topic` is set).
+    pub shared_history_topic: Option<String>,
+    /// How long reading the committed state may wait for a foreign open transaction.
+    pub read_timeout: Duration,
     /// One record per DDL on an included table (single partition, in binlog order).
     pub schema_changes_topic: String,
     /// Compacted single-partition topic of each included table's latest shape.
@@ -320,17 +331,7 @@ impl Sink {
             tracing::info!(transactional_id = %s.transactional_id, "producer initialized; older instances fenced");
             claim_from = claim::write(&producer, &s)?;
         }
-        let committed = offsets::read_committed_offset(
-            &s.client,
-            &s.offsets_topic,
-            &s.name,
-            Duration::from_secs(60),
-        )?;
-        let history = read_history(&s)?;
-        let committed = Committed {
-            offset: committed,
-            history,
-        };
+        let committed = state::read(&s, &topics, &producer)?;
         let registry = match &s.registry {
             Some(cfg) => Some(BlockingRegistry::new(
                 Arc::new(Registry::new(cfg)?),
@@ -938,27 +939,6 @@ pub fn describe_shape_change(
 /// Key of a table's record in the schema-history topic: `<pipeline>/<db>.<table>`.
 pub fn history_key(pipeline: &str, db: &str, table: &str) -> String {
     format!("{pipeline}/{db}.{table}")
-}
-
-/// Reads this pipeline's committed schema history (after fencing, so it matches the
-/// committed offset). The key's `<db>.<table>` part is split at the first dot: database
-/// names cannot contain one unquoted, and the JSON value names both parts exactly anyway.
-fn read_history(s: &SinkSettings) -> Result<Vec<HistoryEntry>> {
-    let prefix = format!("{}/", s.name);
-    let latest = offsets::read_committed_latest(
-        &s.client,
-        &s.schema_history_topic,
-        &format!("sluice-history-reader-{}", s.name),
-        |k| k.starts_with(prefix.as_bytes()),
-        Duration::from_secs(60),
-    )?;
-    let mut out = Vec::with_capacity(latest.len());
-    for (key, value) in latest {
-        let key = String::from_utf8_lossy(&key[prefix.len()..]).into_owned();
-        let (db, table) = key.split_once('.').unwrap_or((key.as_str(), ""));
-        out.push(((db.to_string(), table.to_string()), value));
-    }
-    Ok(out)
 }
 
 /// `sluice offsets set`: fences any running instance (same transactional id), then commits an
