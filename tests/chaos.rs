@@ -52,6 +52,15 @@ async fn exactly_once_under_faults(flavor: Flavor) {
         "the Kafka broker has no PROXIED listener on {proxied} (scripts/lib/kafka.sh adds it): \
          restart Kafka with this checkout's scripts/services"
     );
+    let restarts = sizes
+        .kinds
+        .iter()
+        .any(|(k, n)| *n > 0 && matches!(k, Kind::KafkaRestart | Kind::DbRestart));
+    if restarts {
+        if let Err(e) = chaos::check_services_script() {
+            panic!("{e}");
+        }
+    }
     let flavor = flavor.scratch();
     let fname = flavor.name;
     let started = Instant::now();

@@ -102,6 +102,34 @@ pub fn services_script() -> PathBuf {
         .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("scripts/services"))
 }
 
+/// Refuses a `scripts/services` that cannot stop and start one service: an older one takes
+/// `stop` for `down` and would stop the whole test bed.
+pub fn check_services_script() -> Result<(), String> {
+    let script = services_script();
+    let out = Command::new(&script)
+        .arg("help")
+        .stdin(Stdio::null())
+        .output()
+        .map_err(|e| format!("cannot run {} help: {e}", script.display()))?;
+    let usage = String::from_utf8_lossy(&out.stdout);
+    let single = |verb: &str| {
+        usage.lines().any(|l| {
+            l.trim_start()
+                .starts_with(&format!("scripts/services {verb} NAME"))
+        })
+    };
+    if single("stop") && single("start") {
+        Ok(())
+    } else {
+        Err(format!(
+            "{} has no `stop NAME` / `start NAME` (its usage does not list them): it would stop \
+             every service; point SLUICE_CHAOS_SERVICES at a scripts/services that has them, \
+             or leave kafka_restart and db_restart out of SLUICE_CHAOS_KINDS",
+            script.display()
+        ))
+    }
+}
+
 /// The service name of a flavour's scratch instance.
 pub fn scratch_service(flavor: Flavor) -> &'static str {
     if flavor.mysql {
@@ -166,6 +194,7 @@ impl ServiceGuard {
 
     /// Stops the service.
     pub fn stop(&mut self) -> Result<(), String> {
+        check_services_script()?;
         self.stopped = true;
         services("stop", self.name, Duration::from_secs(120)).map(|_| ())
     }
