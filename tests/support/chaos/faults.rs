@@ -88,8 +88,8 @@ impl Kind {
             Kind::EndTxnHold => 12.0,
             Kind::SigKill => 4.0,
             Kind::SigStop => 8.0,
-            Kind::KafkaRestart => 25.0,
-            Kind::DbRestart => 14.0,
+            Kind::KafkaRestart => 50.0,
+            Kind::DbRestart => 18.0,
         }
     }
 }
