@@ -235,7 +235,9 @@ impl Gen {
             Op::Delete
         } else if roll < 20 {
             Op::KeyChange
-        } else if (roll < 30 || self.ledger.len() > 2 * keys) && self.ledger.len() > 10 {
+        } else if (roll < 30 || (roll < 50 && self.ledger.len() > 2 * keys))
+            && self.ledger.len() > 10
+        {
             Op::LedgerDelete
         } else {
             Op::Update
