@@ -200,7 +200,7 @@ fn kafka_checks(
                 "{e}; check `kafka.bootstrap_servers` and that the brokers are up"
             ));
             items.push(item);
-            return (items, None);
+            (items, None)
         }
         Ok(count) => {
             items.push(CheckItem::ok("Kafka reachable", settings_bootstrap(kcfg)));
