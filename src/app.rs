@@ -205,7 +205,7 @@ fn kafka_checks(
                 )),
                 detail: settings_bootstrap(kcfg),
             });
-            return (items, None);
+            (items, None)
         }
         Ok(count) => {
             items.push(CheckItem {
