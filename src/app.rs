@@ -20,6 +20,7 @@ use crate::error::{Error, ErrorKind, Result};
 use crate::metrics;
 use crate::pipeline::CHANNEL_CAPACITY;
 use crate::position::StartSpec;
+use crate::retry::{AttemptHealth, Backoff, Decision};
 use crate::sink::reader::Until;
 use crate::sink::topics::TopicSettings;
 use crate::sink::{self, SinkSettings, SinkStats};
@@ -121,16 +122,18 @@ pub async fn preflight(cfg: &Config) -> Result<Vec<CheckItem>> {
         (Some(pos), _) => {
             let mut item =
                 preflight::check_position(&mut conn, &info, pos, "committed offset").await;
-            if item.problem.is_some() && cfg.snapshot.on_purged == OnPurged::Resnapshot {
-                item = CheckItem {
-                    name: item.name,
-                    problem: None,
-                    detail: format!(
+            if item.problem.is_some()
+                && !item.transient
+                && cfg.snapshot.on_purged == OnPurged::Resnapshot
+            {
+                item = CheckItem::ok(
+                    &item.name,
+                    format!(
                         "{}; snapshot.on_purged = \"resnapshot\": the pipeline takes a new \
                          snapshot and streams from the current position",
                         item.detail
                     ),
-                };
+                );
             }
             items.push(item)
         }
@@ -138,16 +141,15 @@ pub async fn preflight(cfg: &Config) -> Result<Vec<CheckItem>> {
             let pos = crate::position::SourcePosition::FilePos(fp);
             items.push(preflight::check_position(&mut conn, &info, &pos, "configured start").await)
         }
-        (None, Ok(spec)) => items.push(CheckItem {
-            name: "resume position".into(),
-            problem: None,
-            detail: format!("no committed offset yet; will start at `{spec}`"),
-        }),
-        (None, Err(e)) => items.push(CheckItem {
-            name: "resume position".into(),
-            problem: Some(e.to_string()),
-            detail: format!("source.start = {:?}", cfg.source.start),
-        }),
+        (None, Ok(spec)) => items.push(CheckItem::ok(
+            "resume position",
+            format!("no committed offset yet; will start at `{spec}`"),
+        )),
+        (None, Err(e)) => items.push(CheckItem::failed(
+            "resume position",
+            format!("source.start = {:?}", cfg.source.start),
+            &e,
+        )),
     }
     let _ = conn.disconnect().await;
     Ok(items)
@@ -161,20 +163,15 @@ async fn registry_check(cfg: &Config) -> CheckItem {
         Err(e) => Err(e),
     };
     match outcome {
-        Ok(info) => CheckItem {
-            name: "schema registry".into(),
-            problem: None,
-            detail: format!(
+        Ok(info) => CheckItem::ok(
+            "schema registry",
+            format!(
                 "{url}: {} subjects, compatibility {}",
                 info.subjects,
                 info.compatibility.as_deref().unwrap_or("not reported")
             ),
-        },
-        Err(e) => CheckItem {
-            name: "schema registry".into(),
-            problem: Some(e.to_string()),
-            detail: url,
-        },
+        ),
+        Err(e) => CheckItem::failed("schema registry", url, &e),
     }
 }
 
@@ -188,42 +185,34 @@ fn kafka_checks(
     let topics = match sink::topics::Topics::new(kcfg, settings.topics.clone()) {
         Ok(t) => t,
         Err(e) => {
-            items.push(CheckItem {
-                name: "Kafka reachable".into(),
-                problem: Some(e.to_string()),
-                detail: settings_bootstrap(kcfg),
-            });
+            items.push(CheckItem::failed(
+                "Kafka reachable",
+                settings_bootstrap(kcfg),
+                &e,
+            ));
             return (items, None);
         }
     };
     match topics.partition_count(offsets_topic) {
         Err(e) => {
-            items.push(CheckItem {
-                name: "Kafka reachable".into(),
-                problem: Some(format!(
-                    "{e}; check `kafka.bootstrap_servers` and that the brokers are up"
-                )),
-                detail: settings_bootstrap(kcfg),
-            });
+            let mut item = CheckItem::failed("Kafka reachable", settings_bootstrap(kcfg), &e);
+            item.problem = Some(format!(
+                "{e}; check `kafka.bootstrap_servers` and that the brokers are up"
+            ));
+            items.push(item);
             (items, None)
         }
         Ok(count) => {
-            items.push(CheckItem {
-                name: "Kafka reachable".into(),
-                problem: None,
-                detail: settings_bootstrap(kcfg),
-            });
+            items.push(CheckItem::ok("Kafka reachable", settings_bootstrap(kcfg)));
             let probe = format!("{name}.sluice-check");
-            items.push(CheckItem {
-                name: "topics creatable".into(),
-                problem: topics_probe(kcfg, settings, &probe)
-                    .err()
-                    .map(|e| e.to_string()),
-                detail: format!(
-                    "validated (not performed) creating a data topic with partitions={}, \
-                     replication_factor={}",
-                    settings.topics.partitions, settings.topics.replication_factor
-                ),
+            let detail = format!(
+                "validated (not performed) creating a data topic with partitions={}, \
+                 replication_factor={}",
+                settings.topics.partitions, settings.topics.replication_factor
+            );
+            items.push(match topics_probe(kcfg, settings, &probe) {
+                Ok(()) => CheckItem::ok("topics creatable", detail),
+                Err(e) => CheckItem::failed("topics creatable", detail, &e),
             });
             let mut t = topics;
             own_topic_item(&mut items, &mut t, offsets_topic, count, "offsets topic");
@@ -255,15 +244,14 @@ fn kafka_checks(
                 if t.partition_count(shared).ok().flatten().is_some() {
                     committed = read(shared).map(|r| {
                         r.inspect(|r| {
-                            items.push(CheckItem {
-                                name: "committed offset".into(),
-                                problem: None,
-                                detail: format!(
+                            items.push(CheckItem::ok(
+                                "committed offset",
+                                format!(
                                     "{} in the shared `{shared}`; run moves it to \
                                      `{offsets_topic}`",
                                     r.position
                                 ),
-                            })
+                            ))
                         })
                     });
                 }
@@ -271,11 +259,7 @@ fn kafka_checks(
             match committed {
                 Ok(r) => (items, r.map(|r| r.position)),
                 Err(e) => {
-                    items.push(CheckItem {
-                        name: "committed offset".into(),
-                        problem: Some(e.to_string()),
-                        detail: String::new(),
-                    });
+                    items.push(CheckItem::failed("committed offset", String::new(), &e));
                     (items, None)
                 }
             }
@@ -291,9 +275,9 @@ fn own_topic_item(
     count: Option<usize>,
     what: &str,
 ) {
-    let (problem, detail) = match count {
-        None => (
-            None,
+    let item = match count {
+        None => CheckItem::ok(
+            what,
             format!("`{topic}` does not exist yet; run creates it compacted"),
         ),
         Some(_) => {
@@ -302,14 +286,13 @@ fn own_topic_item(
             } else {
                 topics.ensure_history_topic(topic)
             };
-            (r.err().map(|e| e.to_string()), format!("`{topic}`"))
+            match r {
+                Ok(()) => CheckItem::ok(what, format!("`{topic}`")),
+                Err(e) => CheckItem::failed(what, format!("`{topic}`"), &e),
+            }
         }
     };
-    items.push(CheckItem {
-        name: what.into(),
-        problem,
-        detail,
-    });
+    items.push(item);
 }
 
 fn topics_probe(kcfg: &ClientConfig, settings: &SinkSettings, probe: &str) -> Result<()> {
@@ -332,6 +315,11 @@ pub struct RunOptions {
 }
 
 /// Runs the pipeline until a shutdown signal or a definite error.
+///
+/// Problems of the configuration alone stop at once. The preflight (source and Kafka reachable,
+/// server settings, grants, positions) is the first step of the first attempt: a problem an
+/// operator must fix stops (exit 1), a transient one (source unreachable, broker not up yet) is
+/// retried like any failed attempt.
 pub async fn run(cfg: Config, shutdown: watch::Receiver<bool>) -> Result<()> {
     run_with(cfg, shutdown, RunOptions::default()).await
 }
@@ -342,19 +330,6 @@ pub async fn run_with(
     shutdown: watch::Receiver<bool>,
     options: RunOptions,
 ) -> Result<()> {
-    let items = preflight(&cfg).await?;
-    let problems: Vec<&CheckItem> = items.iter().filter(|i| i.problem.is_some()).collect();
-    if !problems.is_empty() {
-        let text = problems
-            .iter()
-            .map(|i| format!("- {}: {}", i.name, i.problem.as_deref().unwrap_or("")))
-            .collect::<Vec<_>>()
-            .join("\n");
-        return Err(Error::definite(format!(
-            "preflight found {} problem(s):\n{text}",
-            problems.len()
-        )));
-    }
     let router =
         Arc::new(Router::new(&cfg).map_err(|e| Error::definite(format!("configuration: {e}")))?);
     check_signal_table(&cfg, &router)?;
@@ -385,10 +360,9 @@ pub async fn run_with(
         server::ConnectOptions::from_config(&cfg.source),
     ));
     let m = metrics::global();
-    let min = cfg.source.reconnect_backoff_min();
-    let max = cfg.source.reconnect_backoff_max();
-    let mut backoff = min;
-    let mut failures = 0u32;
+    let mut backoff = Backoff::from_config(&cfg.source);
+    // The preflight passed once: later attempts go straight to the sink and the source.
+    let mut checked = false;
     let result = loop {
         if ops.is_paused() {
             m.set_state("paused");
@@ -402,10 +376,33 @@ pub async fn run_with(
                 _ = sd.wait_for(|s| *s) => break Ok(()),
             }
             tracing::info!("resumed");
-            backoff = min;
-            failures = 0;
+            backoff.reset();
         }
         m.set_state("starting");
+        let began = std::time::Instant::now();
+        let commits_before = stats.txns_committed.load(Ordering::Relaxed);
+        if !checked {
+            let mut sd = shutdown.clone();
+            let passed = tokio::select! {
+                r = startup_checks(&cfg) => r,
+                _ = sd.wait_for(|s| *s) => break Ok(()),
+            };
+            match passed {
+                Ok(()) => checked = true,
+                Err(e) if e.kind() == ErrorKind::Transient => {
+                    let health = AttemptHealth {
+                        ran_for: began.elapsed(),
+                        commits: 0,
+                    };
+                    match wait_to_retry(&cfg, &mut backoff, health, e, &shutdown, &ops).await {
+                        Ok(true) => continue,
+                        Ok(false) => break Ok(()),
+                        Err(e) => break Err(e),
+                    }
+                }
+                Err(e) => break Err(e),
+            }
+        }
         let stop = attempt_stop(shutdown.clone(), ops.paused_rx());
         let run = Running {
             cfg: &cfg,
@@ -435,25 +432,18 @@ pub async fn run_with(
         match res {
             Ok(()) => break Ok(()),
             Err(e) if e.kind() == ErrorKind::Transient => {
-                m.error("transient", &e.to_string());
-                failures += 1;
-                let limit = cfg.source.max_reconnect_attempts;
-                if limit > 0 && failures > limit {
-                    break Err(Error::definite(format!(
-                        "{e}; gave up after {limit} attempts (`source.max_reconnect_attempts`)"
-                    )));
+                let health = AttemptHealth {
+                    ran_for: began.elapsed(),
+                    commits: stats
+                        .txns_committed
+                        .load(Ordering::Relaxed)
+                        .saturating_sub(commits_before),
+                };
+                match wait_to_retry(&cfg, &mut backoff, health, e, &shutdown, &ops).await {
+                    Ok(true) => {}
+                    Ok(false) => break Ok(()),
+                    Err(e) => break Err(e),
                 }
-                m.set_state("backoff");
-                m.reconnect();
-                tracing::warn!(error = %e, retry_in = ?backoff, attempt = failures, "transient error; reconnecting after a backoff, from the committed offset");
-                let mut sd = shutdown.clone();
-                let mut paused = ops.paused_rx();
-                tokio::select! {
-                    _ = tokio::time::sleep(backoff) => {}
-                    _ = sd.changed() => break Ok(()),
-                    _ = paused.wait_for(|p| *p) => {}
-                }
-                backoff = (backoff * 2).min(max);
             }
             Err(e) => break Err(e),
         }
@@ -478,6 +468,48 @@ pub async fn run_with(
     }
     drop(control);
     result
+}
+
+/// The preflight of `sluice run`: every check, then [`preflight::verdict`].
+async fn startup_checks(cfg: &Config) -> Result<()> {
+    preflight::verdict(&preflight(cfg).await?)
+}
+
+/// An attempt (or the preflight) failed with the transient error `e`: counts it, and waits
+/// the backoff. `Ok(true)`: start the next attempt; `Ok(false)`: shutdown requested meanwhile;
+/// `Err`: `source.max_reconnect_attempts` consecutive failures were retried already.
+async fn wait_to_retry(
+    cfg: &Config,
+    backoff: &mut Backoff,
+    health: AttemptHealth,
+    e: Error,
+    shutdown: &watch::Receiver<bool>,
+    ops: &crate::ops::Ops,
+) -> Result<bool> {
+    let m = metrics::global();
+    m.error("transient", &e.to_string());
+    let reset = health.healthy(cfg.source.reconnect_backoff_max()) && backoff.failures() > 0;
+    let (delay, failures) = match backoff.on_failure(health) {
+        Decision::Retry { delay, failures } => (delay, failures),
+        Decision::GiveUp { failures } => {
+            return Err(Error::definite(format!(
+                "{e}; gave up: {failures} attempts in a row failed, more than \
+                 `source.max_reconnect_attempts` = {} (an attempt that commits and runs for \
+                 `source.reconnect_backoff_max_ms` resets the count; 0 retries for ever)",
+                cfg.source.max_reconnect_attempts
+            )))
+        }
+    };
+    m.set_state("backoff");
+    m.reconnect();
+    tracing::warn!(error = %e, retry_in = ?delay, attempt = failures, after_healthy_attempt = reset, "transient error; reconnecting after a backoff, from the committed offset");
+    let mut sd = shutdown.clone();
+    let mut paused = ops.paused_rx();
+    tokio::select! {
+        _ = tokio::time::sleep(delay) => Ok(true),
+        _ = sd.wait_for(|s| *s) => Ok(false),
+        _ = paused.wait_for(|p| *p) => Ok(true),
+    }
 }
 
 /// The signal table must be captured: its inserts are read from the binlog like any table's

@@ -21,6 +21,7 @@ pub mod ops;
 pub mod pipeline;
 pub mod position;
 pub mod registry;
+pub mod retry;
 pub mod schema;
 pub mod sink;
 pub mod snapshot;

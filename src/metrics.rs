@@ -372,7 +372,9 @@ impl Metrics {
     }
 
     /// Creates the per-table series at zero for `tables` (`db.table`): every op of the event
-    /// counters, and the dead-letter counter.
+    /// counters, the dead-letter counter and the snapshot gauges (a table never snapshotted
+    /// shows 0 rows, 0 chunks, not running), so dashboards have data and an `increase()`
+    /// alert sees the first dead letter. Series that exist keep their values.
     pub fn register_tables<'a>(&self, tables: impl IntoIterator<Item = &'a str>) {
         for t in tables {
             for op in OPS {
@@ -380,6 +382,15 @@ impl Metrics {
                 self.events_written.with_label_values(&[t, op]);
             }
             self.dead_letter.with_label_values(&[t]);
+            for g in [
+                &self.snapshot_scanned,
+                &self.snapshot_estimated,
+                &self.snapshot_chunks_done,
+                &self.snapshot_chunks_total,
+                &self.snapshot_running,
+            ] {
+                g.with_label_values(&[t]);
+            }
         }
     }
 
@@ -774,8 +785,8 @@ mod tests {
         m.register_tables(["shop.orders"]);
         let text = m.render();
         for d in CATALOGUE {
-            // Per-table snapshot and GTID series exist once there is a table or source.
-            if d.labels.contains(&"source_id") || d.name.starts_with("sluice_snapshot_") {
+            // GTID series exist once there is a source.
+            if d.labels.contains(&"source_id") {
                 continue;
             }
             assert!(
@@ -788,8 +799,46 @@ mod tests {
             assert!(text.contains(p), "{p} missing");
         }
         assert!(text.contains(r#"sluice_events_written_total{op="r",table="shop.orders"} 0"#));
+
         assert!(text.contains(r#"sluice_pipeline_state{state="fenced"} 0"#));
         assert!(text.contains(r#"sluice_transactions_total{result="aborted"} 0"#));
+    }
+
+    #[test]
+    fn a_table_never_snapshotted_has_its_series_at_zero() {
+        let m = Metrics::new();
+        m.register_tables(["shop.orders"]);
+        let text = m.render();
+        let zero = [
+            "sluice_dead_letter_records_total",
+            "sluice_snapshot_rows_scanned",
+            "sluice_snapshot_rows_estimated",
+            "sluice_snapshot_chunks_done",
+            "sluice_snapshot_chunks_expected",
+            "sluice_snapshot_running",
+        ];
+        for name in zero {
+            assert!(
+                text.contains(&format!(r#"{name}{{table="shop.orders"}} 0"#)),
+                "{name} of shop.orders at 0:\n{text}"
+            );
+        }
+    }
+
+    #[test]
+    fn registering_again_keeps_the_values() {
+        let m = Metrics::new();
+        m.register_tables(["shop.orders"]);
+        m.dead_letter.with_label_values(&["shop.orders"]).inc_by(3);
+        m.snapshot_scanned
+            .with_label_values(&["shop.orders"])
+            .set(42);
+        m.register_tables(["shop.orders"]);
+        assert_eq!(m.dead_letter.with_label_values(&["shop.orders"]).get(), 3);
+        assert_eq!(
+            m.snapshot_scanned.with_label_values(&["shop.orders"]).get(),
+            42
+        );
     }
 
     #[test]

@@ -65,8 +65,12 @@ impl TableCtx {
             )?)),
             Format::Json => None,
         };
+        let label = format!("{}.{}", schema.db, schema.table);
+        // A table first seen while streaming (created after the start): its series exist from
+        // its first table map, before any of its records commit.
+        crate::metrics::global().register_tables([label.as_str()]);
         Ok(TableCtx {
-            label: format!("{}.{}", schema.db, schema.table),
+            label,
             schema,
             route,
             key_idx,

@@ -414,8 +414,9 @@ pub struct SourceConfig {
     /// Largest delay between reconnection attempts, in milliseconds. Default: 30000.
     #[serde(default = "default_reconnect_backoff_max_ms")]
     pub reconnect_backoff_max_ms: u64,
-    /// Consecutive failed reconnection attempts before giving up; 0 = never give up.
-    /// Default: 0.
+    /// Consecutive failed attempts (start-up included) before giving up; 0 = never give up.
+    /// A healthy attempt (one commit, and `reconnect_backoff_max_ms` of running) resets the
+    /// count. Default: 0.
     #[serde(default)]
     pub max_reconnect_attempts: u32,
     /// TLS to the server, as the MySQL client's `--ssl-mode`: `"disabled"`, `"preferred"`

@@ -39,6 +39,10 @@ pub struct OffsetRecord {
     /// Who wrote it: `pipeline` for normal operation, `operator` for `sluice offsets set`.
     #[serde(default = "default_writer")]
     pub written_by: String,
+    /// Instance id of the writing process ([`crate::sink::claim::instance_id`]); empty in
+    /// records of versions before claims.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub instance: String,
     /// Prepared, not yet committed XA transactions before `position` (xid → `file:pos` of the
     /// prepared group), so their rows can be read again at `XA COMMIT` after a restart.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
@@ -62,6 +66,7 @@ impl OffsetRecord {
             source_ts_ms,
             committed_at_ms: now_ms(),
             written_by: default_writer(),
+            instance: crate::sink::claim::instance_id().to_string(),
             xa_prepared: BTreeMap::new(),
             snapshot: None,
         }

@@ -14,6 +14,20 @@ use rdkafka::error::RDKafkaErrorCode;
 
 use crate::error::{Error, Result};
 
+/// How long an admin or metadata request waits when `[kafka.properties]` does not set
+/// `socket.timeout.ms`.
+pub const DEFAULT_REQUEST_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// How long an admin or metadata request (topic checks and creation, the preflight's "Kafka
+/// reachable") waits: librdkafka's `socket.timeout.ms` when `[kafka.properties]` sets it (the
+/// timeout librdkafka itself gives admin requests), else [`DEFAULT_REQUEST_TIMEOUT`].
+pub fn request_timeout(base: &ClientConfig) -> Duration {
+    base.get("socket.timeout.ms")
+        .and_then(|v| v.trim().parse::<u64>().ok())
+        .filter(|ms| *ms > 0)
+        .map_or(DEFAULT_REQUEST_TIMEOUT, Duration::from_millis)
+}
+
 /// Settings for topics sluice creates.
 #[derive(Debug, Clone)]
 pub struct TopicSettings {
@@ -43,7 +57,7 @@ impl Topics {
             admin,
             settings,
             known: HashSet::new(),
-            timeout: Duration::from_secs(30),
+            timeout: request_timeout(base),
         })
     }
 
@@ -119,7 +133,16 @@ impl Topics {
                     return Err(match code {
                         RDKafkaErrorCode::TopicAuthorizationFailed
                         | RDKafkaErrorCode::ClusterAuthorizationFailed => Error::definite(format!(
-                            "{msg}; grant CREATE to sluice's principal or create the topic beforehand"
+                            "{msg}; sluice's principal may not create it: grant the ACL CREATE on \
+                             Topic `{name}` (or on the Cluster), e.g. `kafka-acls.sh --add \
+                             --allow-principal User:<sluice> --operation Create --topic {name}`, \
+                             or create the topic beforehand"
+                        )),
+                        RDKafkaErrorCode::PolicyViolation => Error::definite(format!(
+                            "{msg}; the broker's topic creation policy \
+                             (`create.topic.policy.class.name`) refused it: create the topic \
+                             beforehand as the policy allows, or change `[kafka] partitions`, \
+                             `replication_factor` and `topic_config` to fit the policy"
                         )),
                         RDKafkaErrorCode::InvalidReplicationFactor
                         | RDKafkaErrorCode::InvalidPartitions
@@ -234,5 +257,21 @@ impl Topics {
             )));
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_request_timeout_follows_socket_timeout_ms() {
+        let mut c = ClientConfig::new();
+        assert_eq!(request_timeout(&c), DEFAULT_REQUEST_TIMEOUT);
+        c.set("socket.timeout.ms", "2500");
+        assert_eq!(request_timeout(&c), Duration::from_millis(2500));
+        // librdkafka refuses such values itself; the default stays here.
+        c.set("socket.timeout.ms", "soon");
+        assert_eq!(request_timeout(&c), DEFAULT_REQUEST_TIMEOUT);
     }
 }

@@ -6,6 +6,7 @@ use mysql_async::prelude::*;
 use mysql_async::Conn;
 
 use crate::config::SslMode;
+use crate::error::{mysql_error, Error, ErrorKind, Result};
 use crate::position::SourcePosition;
 use crate::source::server::{self, Flavor, ServerInfo};
 
@@ -18,23 +19,60 @@ pub struct CheckItem {
     pub problem: Option<String>,
     /// What was found (shown for ok items too).
     pub detail: String,
+    /// The problem may go away by itself (a server or broker not reachable yet, a timeout):
+    /// `sluice run` retries it with backoff instead of stopping.
+    pub transient: bool,
 }
 
 impl CheckItem {
-    fn ok(name: &str, detail: impl Into<String>) -> Self {
+    /// A check that passed.
+    pub fn ok(name: &str, detail: impl Into<String>) -> Self {
         CheckItem {
             name: name.into(),
             problem: None,
             detail: detail.into(),
+            transient: false,
         }
     }
 
-    fn problem(name: &str, detail: impl Into<String>, problem: impl Into<String>) -> Self {
+    /// A problem an operator must fix (a setting, a grant, a purged position).
+    pub fn problem(name: &str, detail: impl Into<String>, problem: impl Into<String>) -> Self {
         CheckItem {
             name: name.into(),
             problem: Some(problem.into()),
             detail: detail.into(),
+            transient: false,
         }
+    }
+
+    /// A check that could not be made because of `err`: transient when `err` is.
+    pub fn failed(name: &str, detail: impl Into<String>, err: &Error) -> Self {
+        CheckItem {
+            transient: err.kind() == ErrorKind::Transient,
+            ..CheckItem::problem(name, detail, err.to_string())
+        }
+    }
+}
+
+/// What the preflight report means for `sluice run`: no problem → go on; any problem an
+/// operator must fix → a definite error listing every problem (exit 1 at once); only problems
+/// that may go away by themselves (unreachable broker, timeouts) → a transient error, retried
+/// with the same backoff as a failure while streaming.
+pub fn verdict(items: &[CheckItem]) -> Result<()> {
+    let problems: Vec<&CheckItem> = items.iter().filter(|i| i.problem.is_some()).collect();
+    if problems.is_empty() {
+        return Ok(());
+    }
+    let text = problems
+        .iter()
+        .map(|i| format!("- {}: {}", i.name, i.problem.as_deref().unwrap_or("")))
+        .collect::<Vec<_>>()
+        .join("\n");
+    let msg = format!("preflight found {} problem(s):\n{text}", problems.len());
+    if problems.iter().all(|i| i.transient) {
+        Err(Error::transient(msg))
+    } else {
+        Err(Error::definite(msg))
     }
 }
 
@@ -243,7 +281,7 @@ pub async fn check_tls(conn: &mut Conn, mode: SslMode) -> CheckItem {
                  source.ssl_mode = \"required\" or stricter to insist on it"
             ),
         ),
-        Err(e) => CheckItem::problem(name, "unknown", e.to_string()),
+        Err(e) => CheckItem::failed(name, "unknown", &e),
     }
 }
 
@@ -289,10 +327,10 @@ async fn check_grants(conn: &mut Conn) -> CheckItem {
     let grants: Vec<String> = match conn.query("SHOW GRANTS").await {
         Ok(g) => g,
         Err(e) => {
-            return CheckItem::problem(
+            return CheckItem::failed(
                 "grants",
                 "SHOW GRANTS failed",
-                format!("cannot read grants: {e}"),
+                &mysql_error("cannot read grants", &e),
             )
         }
     };
@@ -336,7 +374,7 @@ pub async fn check_position(
     let name = "resume position";
     let logs = match server::binary_logs(conn).await {
         Ok(l) => l,
-        Err(e) => return CheckItem::problem(name, "SHOW BINARY LOGS failed", e.to_string()),
+        Err(e) => return CheckItem::failed(name, "SHOW BINARY LOGS failed", &e),
     };
     let fix = "the binlog it needs was purged: set snapshot.on_purged = \"resnapshot\" to take \
                a new snapshot and stream from the current position, or move the pipeline with \
@@ -371,7 +409,7 @@ pub async fn check_position(
                     format!("the server purged transactions the {what} has not seen: {fix}"),
                 ),
                 Ok(_) => CheckItem::ok(name, format!("{what} {pos} is available")),
-                Err(e) => CheckItem::problem(name, "BINLOG_GTID_POS failed", e.to_string()),
+                Err(e) => CheckItem::failed(name, "BINLOG_GTID_POS failed", &e),
             };
         }
     }
@@ -391,4 +429,59 @@ pub async fn check_position(
         }
     }
     CheckItem::ok(name, format!("{what} {pos} is available"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn unreachable_broker() -> CheckItem {
+        CheckItem::failed(
+            "Kafka reachable",
+            "bootstrap.servers=127.0.0.1:1",
+            &Error::transient("Kafka metadata request failed: BrokerTransportFailure"),
+        )
+    }
+
+    #[test]
+    fn no_problem_passes() {
+        let items = [CheckItem::ok("log_bin", "log_bin=ON")];
+        assert!(verdict(&items).is_ok());
+    }
+
+    #[test]
+    fn only_transient_problems_are_retried() {
+        let items = [CheckItem::ok("log_bin", "log_bin=ON"), unreachable_broker()];
+        let e = verdict(&items).unwrap_err();
+        assert_eq!(e.kind(), ErrorKind::Transient);
+        assert!(e.to_string().contains("Kafka reachable"), "{e}");
+    }
+
+    #[test]
+    fn a_definite_problem_stops_and_every_problem_is_listed() {
+        let items = [
+            unreachable_broker(),
+            CheckItem::problem(
+                "binlog_format",
+                "binlog_format=\"STATEMENT\"",
+                "`binlog_format` is \"STATEMENT\", sluice needs \"ROW\"",
+            ),
+        ];
+        let e = verdict(&items).unwrap_err();
+        assert_eq!(e.kind(), ErrorKind::Definite);
+        let text = e.to_string();
+        assert!(text.contains("2 problem(s)"), "{text}");
+        assert!(text.contains("binlog_format") && text.contains("Kafka reachable"));
+    }
+
+    #[test]
+    fn a_failed_check_keeps_the_kind_of_its_error() {
+        let definite = CheckItem::failed("x", "", &Error::definite("access denied"));
+        assert!(!definite.transient);
+        assert_eq!(
+            verdict(&[definite]).unwrap_err().kind(),
+            ErrorKind::Definite
+        );
+        assert!(unreachable_broker().transient);
+    }
 }

@@ -6,6 +6,7 @@
 //! run in parallel without seeing each other's data.
 #![allow(dead_code)]
 
+pub mod kafka_proxy;
 pub mod matrix;
 
 use std::collections::HashMap;
