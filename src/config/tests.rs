@@ -1642,19 +1642,31 @@ fn offsets_and_history_topics_are_per_pipeline_by_default() {
 
 #[test]
 fn a_name_that_makes_illegal_default_topics_is_refused_naming_the_settings() {
-    let e = err(&MINIMAL.replace("\"shop\"", "\"a/b\""));
-    assert!(e.contains("_sluice_offsets.a/b"), "{e}");
-    assert!(e.contains("_sluice_schema_history.a/b"), "{e}");
-    assert!(
-        e.contains("kafka.offsets_topic") && e.contains("kafka.schema_history_topic"),
-        "{e}"
-    );
-    // With both topics set, only the name's own rule remains.
-    let e = err(&MINIMAL.replace("\"shop\"", "\"a/b\"").replace(
-        "bootstrap_servers = \"127.0.0.1:9092\"",
-        "bootstrap_servers = \"127.0.0.1:9092\"\noffsets_topic = \"o\"\nschema_history_topic = \"h\"",
-    ));
-    assert!(!e.contains("_sluice_offsets"), "{e}");
+    let c = parse(MINIMAL).unwrap();
+    // Names the pipeline rule accepts give legal topics (see the property below); a longer one
+    // stands for a rule that might widen.
+    let long = "n".repeat(240);
+    let p = topics::derived_problem(&long, &c.kafka).expect("a problem");
+    let text = p.to_string();
+    assert_eq!(p.path, "name", "{text}");
+    for needle in [
+        "_sluice_offsets.nnn",
+        "_sluice_schema_history.nnn",
+        "kafka.offsets_topic and kafka.schema_history_topic",
+    ] {
+        assert!(text.contains(needle), "{needle:?} in {text}");
+    }
+    // Only the defaults in use count.
+    let mut k = c.kafka.clone();
+    k.schema_history_topic = Some("hist".into());
+    let text = topics::derived_problem(&long, &k).unwrap().to_string();
+    assert!(!text.contains("schema_history"), "{text}");
+    k.offsets_topic = Some("offs".into());
+    assert!(topics::derived_problem(&long, &k).is_none());
+    // An invalid name is one problem, at `name`, not one more per spoilt default.
+    let ps = problems(&MINIMAL.replace("\"shop\"", "\"a/b\""));
+    assert_eq!(ps.len(), 1, "{ps:?}");
+    assert_eq!(ps[0].path, "name");
     // A schema-history topic equal to the derived offsets topic is refused.
     let e = err(&with_kafka(
         "schema_history_topic = \"_sluice_offsets.shop\"",
@@ -1663,4 +1675,16 @@ fn a_name_that_makes_illegal_default_topics_is_refused_naming_the_settings() {
         e.contains("kafka.schema_history_topic") && e.contains("also kafka.offsets_topic"),
         "{e}"
     );
+}
+
+proptest! {
+    /// Every name the pipeline rule accepts gives legal default topic names.
+    #[test]
+    fn valid_names_give_legal_default_topics(name in "[A-Za-z0-9._-]{1,100}") {
+        prop_assume!(is_valid_pipeline_name(&name));
+        prop_assert!(route::is_valid_topic_name(&topics::default_offsets_topic(&name)));
+        prop_assert!(route::is_valid_topic_name(&topics::default_schema_history_topic(&name)));
+        let c = parse(&MINIMAL.replace("\"shop\"", &format!("{name:?}")));
+        prop_assert!(c.is_ok(), "{:?}", c.err());
+    }
 }
