@@ -36,7 +36,8 @@ pub struct OffsetRecord {
     pub source_ts_ms: u64,
     /// Wall-clock time (ms since the epoch) at which the record was written.
     pub committed_at_ms: u64,
-    /// Who wrote it: `pipeline` for normal operation, `operator` for `sluice offsets set`.
+    /// Who wrote it: `pipeline` for normal operation, `operator` for `sluice offsets set`,
+    /// `migration` for the record moved out of the shared offsets topic.
     #[serde(default = "default_writer")]
     pub written_by: String,
     /// Instance id of the writing process ([`crate::sink::claim::instance_id`]); empty in

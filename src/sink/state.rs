@@ -93,7 +93,6 @@ fn entries(name: &str, records: BTreeMap<Vec<u8>, Vec<u8>>) -> Vec<HistoryEntry>
 struct Shared {
     offsets_topic: String,
     offset: OffsetRecord,
-    offset_bytes: Vec<u8>,
     history_topic: Option<String>,
     history: BTreeMap<Vec<u8>, Vec<u8>>,
 }
@@ -118,7 +117,11 @@ fn find_shared(s: &SinkSettings, topics: &Topics) -> Result<Option<Shared>> {
     let Some(bytes) = latest.get(s.name.as_bytes()) else {
         return Ok(None);
     };
-    let offset = OffsetRecord::from_bytes(bytes)?;
+    let mut offset = OffsetRecord::from_bytes(bytes)?;
+    // Written now by this instance (a claim check must not take it for another writer's).
+    offset.written_by = "migration".into();
+    offset.instance = super::claim::instance_id().to_string();
+    offset.committed_at_ms = offsets::now_ms();
     let history_topic = s
         .shared_history_topic
         .clone()
@@ -130,7 +133,6 @@ fn find_shared(s: &SinkSettings, topics: &Topics) -> Result<Option<Shared>> {
     Ok(Some(Shared {
         offsets_topic: old.clone(),
         offset,
-        offset_bytes: bytes.clone(),
         history_topic,
         history,
     }))
@@ -150,7 +152,7 @@ fn move_over(s: &SinkSettings, producer: &SinkProducer, found: &Shared) -> Resul
     for (key, value) in &found.history {
         producer.send(&s.schema_history_topic, Some(key), Some(value))?;
     }
-    producer.send(&s.offsets_topic, Some(name), Some(&found.offset_bytes))?;
+    producer.send(&s.offsets_topic, Some(name), Some(&found.offset.to_bytes()))?;
     if !eo {
         producer.wait_delivered()?;
     }
