@@ -5,6 +5,7 @@ pub mod events;
 #[cfg(test)]
 pub mod fixtures;
 mod json_diff;
+pub mod packet;
 pub mod payload;
 pub mod preflight;
 pub mod replication;
@@ -13,3 +14,4 @@ pub mod rows;
 pub mod seed;
 pub mod server;
 pub mod stream;
+pub mod verify;

@@ -54,6 +54,9 @@ pub struct SourceSettings {
     pub snapshot: crate::config::SnapshotConfig,
     /// Where ad-hoc snapshot requests come from (the HTTP API), if anywhere.
     pub adhoc: Option<crate::snapshot::adhoc::Inbox>,
+    /// `source.max_event_bytes`: the largest event read, decompressed statement or inner event
+    /// of a compressed transaction.
+    pub max_event_bytes: u64,
 }
 
 /// Source transactions that ended in ROLLBACK after some of their rows were already written
@@ -396,6 +399,8 @@ pub struct Assembler {
     replay_mode: bool,
     /// In replay mode: the group's XA_PREPARE was reached.
     replay_done: bool,
+    /// `source.max_event_bytes`: caps decompressed statements and inner events.
+    max_event_bytes: u64,
     /// Tracked definitions of included tables: from the committed schema history, from
     /// TABLE_MAPs with full metadata, kept current by DDL.
     defs: HashMap<(String, String), TableDef>,
@@ -438,6 +443,7 @@ impl Assembler {
             replay: None,
             replay_mode: false,
             replay_done: false,
+            max_event_bytes: crate::config::DEFAULT_MAX_EVENT_BYTES,
             defs: HashMap::new(),
             lost: HashMap::new(),
         }
@@ -456,6 +462,12 @@ impl Assembler {
         let mut a = Assembler::new(flavor, router, tracker, SkipSet::default());
         a.replay_mode = true;
         a
+    }
+
+    /// Caps decompressed statements and inner events of compressed transactions at `max`
+    /// bytes (`source.max_event_bytes`).
+    pub fn set_max_event_bytes(&mut self, max: u64) {
+        self.max_event_bytes = max;
     }
 
     /// Replay mode: the prepared group was read up to its XA_PREPARE.
@@ -520,7 +532,7 @@ impl Assembler {
         let start = log_pos.saturating_sub(u64::from(hdr.event_size()));
         // Inner events carry log_pos 0: the payload's end stands for all of them.
         self.payload_end = log_pos;
-        PayloadReader::open(ev, self.at(start))
+        PayloadReader::open(ev, self.at(start), self.max_event_bytes)
     }
 
     /// Handles one inner event of a TRANSACTION_PAYLOAD.
@@ -623,7 +635,7 @@ impl Assembler {
                     .read_event()
                     .map_err(|e| definite(format!("malformed QUERY event: {e}")))?;
                 let text = if etype == types::MARIA_QUERY_COMPRESSED {
-                    let raw = events::maria_uncompress(q.query_raw())
+                    let raw = events::maria_uncompress(q.query_raw(), self.max_event_bytes)
                         .map_err(|e| definite(e.to_string()))?;
                     String::from_utf8_lossy(&raw).into_owned()
                 } else {
@@ -1564,6 +1576,7 @@ pub async fn run(
         .as_nanos()
         .min(u128::from(u32::MAX) * 1_000_000) as u64;
     let mut conn = Replication::connect(&settings.connect).await?;
+    conn.set_max_event_bytes(settings.max_event_bytes);
     conn.query_drop(&format!("SET @master_heartbeat_period = {hb_ns}"))
         .await
         .map_err(|e| mysql_error("setting the heartbeat period", &e))?;
@@ -1608,6 +1621,7 @@ pub async fn run(
         skip,
     );
     asm.set_defs(resume.defs.iter().cloned());
+    asm.set_max_event_bytes(settings.max_event_bytes);
     let mut snap = Some(Snapshotter::new(
         resume.snapshot.clone(),
         &settings.connect,
@@ -1659,6 +1673,13 @@ pub async fn run(
         return Ok(());
     }
     loop {
+        // Cancel safety: whichever branch wins, the others' futures are dropped, and each
+        // loses nothing then. `watch::Receiver::changed`, `mpsc::Receiver::recv` (the snapshot
+        // pool's results behind `next_snapshot_result`, the API's commands) are cancel-safe
+        // by tokio's contract: a message is only taken when the future completes.
+        // `Replication::next_event` keeps every partial packet in the connection (the packet
+        // reader is a state machine over its own buffers), so a half-read event, dropped here
+        // or by the silence timeout, continues at the next call: no byte of the stream is lost.
         let next = tokio::select! {
             biased;
             _ = shutdown.changed() => return Ok(()),
@@ -1726,14 +1747,7 @@ pub async fn run(
             }
             Ok(Err(e)) => {
                 return Err(purged_or(
-                    mysql_error(
-                        format!(
-                            "binlog stream at {}:{}",
-                            asm.tracker().file,
-                            asm.tracker().pos
-                        ),
-                        &e,
-                    ),
+                    e.into_error(format_args!("{}:{}", asm.tracker().file, asm.tracker().pos)),
                     &resume,
                 ))
             }
@@ -1838,6 +1852,8 @@ async fn snapshot_step(
     }
     if let Some(changes) = s.try_emit(asm.tracker())? {
         for change in changes {
+            // Cancel safety: `send` is only dropped when shutdown wins, and then the pipeline
+            // stops (the change is not needed); `changed` is cancel-safe.
             tokio::select! {
                 biased;
                 _ = shutdown.changed() => return Ok(Flow::Stop),
@@ -1888,6 +1904,7 @@ async fn forward(
         if let Some(s) = snap.as_mut() {
             s.observe(&mut change);
         }
+        // Cancel safety: as in `snapshot_step`, `send` is only dropped when the pipeline stops.
         tokio::select! {
             biased;
             _ = shutdown.changed() => return Ok(false),
@@ -1941,6 +1958,7 @@ async fn replay_xa(
 ) -> Result<bool> {
     tracing::info!(xid = %r.xid, from = %r.from, "XA COMMIT: reading the prepared transaction again");
     let mut stream = Replication::connect(&settings.connect).await?;
+    stream.set_max_event_bytes(settings.max_event_bytes);
     if info.flavor == Flavor::MariaDb {
         stream
             .query_drop("SET @mariadb_slave_capability = 4")
@@ -1962,6 +1980,7 @@ async fn replay_xa(
     })?;
     let mut asm = Assembler::for_replay(info.flavor, settings.router.clone(), &r.from);
     asm.set_defs(defs);
+    asm.set_max_event_bytes(settings.max_event_bytes);
     let mut out = Vec::new();
     let mut sent_begin = false;
     while let Some(ev) = tokio::time::timeout(Duration::from_secs(60), stream.next_event())
@@ -1972,7 +1991,14 @@ async fn replay_xa(
                 r.xid
             ))
         })?
-        .map_err(|e| mysql_error(format!("prepared XA transaction {}", r.xid), &e))?
+        .map_err(|e| {
+            e.into_error(format_args!(
+                "{}:{} (prepared XA transaction {})",
+                asm.tracker().file,
+                asm.tracker().pos,
+                r.xid
+            ))
+        })?
     {
         asm.on_event(&ev, &mut out)?;
         for mut change in out.drain(..) {
@@ -2360,7 +2386,7 @@ bootstrap_servers = "127.0.0.1:9092"
         let inner = row.repeat(2000);
         let body = fx::payload_body(&inner, true);
         let ev = event(&fde, types::TRANSACTION_PAYLOAD, 100_000, &body);
-        let mut rd = PayloadReader::open(&ev, "binlog.000001:4".into()).unwrap();
+        let mut rd = PayloadReader::open(&ev, "binlog.000001:4".into(), 1 << 30).unwrap();
         let mut n = 0;
         while let Some(e) = rd.next_event().unwrap() {
             assert_eq!(e.header().event_type_raw(), types::WRITE_ROWS_V2);
@@ -2682,7 +2708,7 @@ bootstrap_servers = "127.0.0.1:9092"
     fn real_mysql_9_7_payload() {
         let fde = fx::fde_8_0();
         let ev = event(&fde, types::TRANSACTION_PAYLOAD, 22314, &MYSQL_9_7_PAYLOAD);
-        let mut rd = PayloadReader::open(&ev, "mysql-bin.000002:22116".into()).unwrap();
+        let mut rd = PayloadReader::open(&ev, "mysql-bin.000002:22116".into(), 1 << 30).unwrap();
         let mut seen = Vec::new();
         while let Some(e) = rd.next_event().unwrap() {
             seen.push((e.header().event_type_raw(), e.header().log_pos()));

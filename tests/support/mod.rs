@@ -7,6 +7,7 @@
 #![allow(dead_code)]
 
 pub mod matrix;
+pub mod proxy;
 
 use std::collections::HashMap;
 use std::path::PathBuf;
