@@ -695,6 +695,7 @@ async fn attempt(run: &Running<'_>, shutdown: watch::Receiver<bool>) -> Result<(
             router: router.clone(),
             snapshot: cfg.snapshot.clone(),
             adhoc: Some(inbox.clone()),
+            max_event_bytes: cfg.source.max_event_bytes,
         };
         // The stream runs on its own replication connection.
         drop(conn);

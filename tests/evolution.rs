@@ -48,7 +48,7 @@ fn history(p: &Pipeline, want: usize) -> std::collections::BTreeMap<String, Opti
 
 fn history_once(p: &Pipeline) -> std::collections::BTreeMap<String, Option<J>> {
     let recs = consume_raw(
-        &["_sluice_schema_history".to_string()],
+        &[format!("_sluice_schema_history.{}", p.name)],
         "read_committed",
         usize::MAX,
         Duration::from_secs(2),

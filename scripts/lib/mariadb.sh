@@ -12,9 +12,11 @@
 # Instance NAME keeps its datadir in .data/NAME (error log: .data/NAME/error.log),
 # its pid file and socket in $RUN_DIR/NAME.{pid,sock}.
 #
-# Users: root without password (socket and 127.0.0.1), sluice/sluice and
-# sluice_tls/sluice (REQUIRE SSL) with SELECT, RELOAD, REPLICATION SLAVE,
-# REPLICATION CLIENT, repl/repl (REPLICATION SLAVE) for the replicas.
+# Users: root without password (socket and 127.0.0.1), sluice/sluice,
+# sluice_tls/sluice (REQUIRE SSL) and sluice_plain/sluice (mysql_native_password,
+# for tests whose connections must stay plaintext, e.g. through a fault proxy) with
+# SELECT, RELOAD, REPLICATION SLAVE, REPLICATION CLIENT, repl/repl (REPLICATION
+# SLAVE) for the replicas.
 
 MARIADB_START_TIMEOUT=${MARIADB_START_TIMEOUT:-120}
 MARIADB_STOP_TIMEOUT=${MARIADB_STOP_TIMEOUT:-60}
@@ -125,6 +127,10 @@ CREATE USER IF NOT EXISTS 'sluice_tls'@'$h' IDENTIFIED BY 'sluice';
 ALTER USER 'sluice_tls'@'$h' IDENTIFIED VIA mysql_native_password USING PASSWORD('sluice') REQUIRE SSL;
 REVOKE ALL PRIVILEGES, GRANT OPTION FROM 'sluice_tls'@'$h';
 GRANT SELECT, RELOAD, REPLICATION SLAVE, REPLICATION CLIENT ON *.* TO 'sluice_tls'@'$h';
+CREATE USER IF NOT EXISTS 'sluice_plain'@'$h' IDENTIFIED BY 'sluice';
+ALTER USER 'sluice_plain'@'$h' IDENTIFIED VIA mysql_native_password USING PASSWORD('sluice') REQUIRE NONE;
+REVOKE ALL PRIVILEGES, GRANT OPTION FROM 'sluice_plain'@'$h';
+GRANT SELECT, RELOAD, REPLICATION SLAVE, REPLICATION CLIENT ON *.* TO 'sluice_plain'@'$h';
 CREATE USER IF NOT EXISTS '$MARIADB_REPL_USER'@'$h' IDENTIFIED BY '$MARIADB_REPL_PASSWORD';
 ALTER USER '$MARIADB_REPL_USER'@'$h' IDENTIFIED VIA mysql_native_password USING PASSWORD('$MARIADB_REPL_PASSWORD');
 REVOKE ALL PRIVILEGES, GRANT OPTION FROM '$MARIADB_REPL_USER'@'$h';

@@ -121,6 +121,7 @@ pub(super) const FIELDS: &[Field] = &[
     field(&["source", "ssl_ca"], Kind::Str),
     field(&["source", "ssl_cert"], Kind::Str),
     field(&["source", "ssl_key"], Kind::Str),
+    field(&["source", "max_event_bytes"], Kind::Int),
     field(&["kafka", "bootstrap_servers"], Kind::Str),
     field(&["kafka", "offsets_topic"], Kind::Str),
     field(&["kafka", "schema_changes_topic"], Kind::Str),

@@ -32,6 +32,7 @@
 
 pub mod api;
 pub mod env;
+mod limits;
 mod props;
 pub mod route;
 pub mod schema_registry;
@@ -50,6 +51,7 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 
 pub use api::ApiConfig;
+pub use limits::DEFAULT_MAX_EVENT_BYTES;
 pub use props::{reserved_property, ReservedProperty, RESERVED_PROPERTIES};
 pub use route::{RouteTarget, Router};
 pub use schema_registry::{SchemaRegistryConfig, SubjectNameStrategy};
@@ -439,6 +441,12 @@ pub struct SourceConfig {
     /// PEM file of the private key of `ssl_cert` (unencrypted). Default: empty (none).
     #[serde(default)]
     pub ssl_key: PathBuf,
+    /// Largest binlog event read, in bytes, and the largest decompressed statement (MariaDB
+    /// `log_bin_compress`) or inner event of a compressed transaction (MySQL
+    /// `binlog_transaction_compression`); a larger one is a definite error naming the
+    /// position. Default: 1073741824 (1 GiB, the server's own `max_allowed_packet` ceiling).
+    #[serde(default = "limits::default_max_event_bytes")]
+    pub max_event_bytes: u64,
 }
 
 /// `source.ssl_mode`: whether and how the connections to the source use TLS (the MySQL
@@ -941,6 +949,7 @@ impl Config {
         self.validate_routes(&mut problems);
         schema_registry::validate(self, &mut problems);
         api::validate(self, &mut problems);
+        limits::validate(self, &mut problems);
         // Compiles every regex and topic template (pushes their problems). When the name
         // is invalid, the default route's template (derived from it) is too: not reported
         // twice.

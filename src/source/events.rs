@@ -195,7 +195,11 @@ pub fn parse_maria_gtid_list(body: &[u8]) -> Result<GtidList, EventError> {
 /// Decompresses a MariaDB compressed payload (`log_bin_compress`): one header byte
 /// `0x80 | algorithm << 4 | n` (algorithm 0 = zlib; n = 1..4 bytes of uncompressed length
 /// follow, high byte first as in `binlog_get_uncompress_len`), then zlib data.
-pub fn maria_uncompress(data: &[u8]) -> Result<Vec<u8>, EventError> {
+///
+/// A claimed length over `max` (`source.max_event_bytes`) is refused before anything is
+/// allocated, and inflation stops one byte past the claimed length: neither the header nor
+/// the zlib data can make it allocate more than `max` bytes.
+pub fn maria_uncompress(data: &[u8], max: u64) -> Result<Vec<u8>, EventError> {
     let first = *data
         .first()
         .ok_or_else(|| err("MariaDB compressed", "empty payload"))?;
@@ -212,8 +216,20 @@ pub fn maria_uncompress(data: &[u8]) -> Result<Vec<u8>, EventError> {
     let len = len_bytes
         .iter()
         .fold(0usize, |acc, &b| (acc << 8) | usize::from(b));
-    let mut out = Vec::with_capacity(len.min(64 << 20));
+    if len as u64 > max {
+        return Err(err(
+            "MariaDB compressed",
+            format!(
+                "the statement claims {len} bytes decompressed, more than source.max_event_bytes \
+                 ({max} bytes); fix: raise source.max_event_bytes (or \
+                 SLUICE_SOURCE_MAX_EVENT_BYTES) to at least {len}"
+            ),
+        ));
+    }
+    // zlib expands at most ~1032:1: the claim alone does not size the buffer.
+    let mut out = Vec::with_capacity(len.min(data.len().saturating_mul(1032)));
     flate2::read::ZlibDecoder::new(&data[1 + n..])
+        .take(len as u64 + 1)
         .read_to_end(&mut out)
         .map_err(|e| err("MariaDB compressed", format!("zlib: {e}")))?;
     if out.len() != len {
@@ -744,10 +760,10 @@ mod tests {
         let z = enc.finish().unwrap();
         let mut data = vec![0x81, text.len() as u8];
         data.extend(z);
-        assert_eq!(maria_uncompress(&data).unwrap(), text);
+        assert_eq!(maria_uncompress(&data, 1 << 30).unwrap(), text);
         data[1] += 1;
-        assert!(maria_uncompress(&data).is_err());
-        assert!(maria_uncompress(&[0x00]).is_err());
+        assert!(maria_uncompress(&data, 1 << 30).is_err());
+        assert!(maria_uncompress(&[0x00], 1 << 30).is_err());
 
         // Lengths of more than one byte are stored high byte first (MariaDB
         // `binlog_buf_compress`): 438 = 0x01b6 is `0x82 0x01 0xb6`.
@@ -757,10 +773,46 @@ mod tests {
         let mut data = vec![0x82];
         data.extend((text.len() as u16).to_be_bytes());
         data.extend(enc.finish().unwrap());
-        assert_eq!(maria_uncompress(&data).unwrap(), text.as_bytes());
+        assert_eq!(maria_uncompress(&data, 1 << 30).unwrap(), text.as_bytes());
         let mut swapped = data.clone();
         swapped.swap(1, 2);
-        assert!(maria_uncompress(&swapped).is_err());
+        assert!(maria_uncompress(&swapped, 1 << 30).is_err());
+    }
+
+    /// A compressed statement claiming 2 GiB is refused from its header (naming the setting
+    /// and the size), before anything is allocated; zlib data inflating past its claim stops
+    /// one byte after it.
+    #[test]
+    fn decompression_is_capped_by_max_event_bytes() {
+        let mut data = vec![0x84];
+        data.extend((2u32 << 30).to_be_bytes());
+        data.extend([0x78, 0x9c, 0x03, 0x00]);
+        let e = maria_uncompress(&data, 1 << 30).unwrap_err().to_string();
+        assert!(
+            e.contains("source.max_event_bytes") && e.contains("2147483648"),
+            "{e}"
+        );
+        // A zlib bomb: 8 MiB of zeros behind a claim of 1000 bytes.
+        let mut enc = flate2::write::ZlibEncoder::new(Vec::new(), flate2::Compression::best());
+        enc.write_all(&vec![0u8; 8 << 20]).unwrap();
+        let z = enc.finish().unwrap();
+        let mut data = vec![0x82];
+        data.extend(1000u16.to_be_bytes());
+        data.extend(z);
+        let e = maria_uncompress(&data, 1 << 30).unwrap_err().to_string();
+        assert!(
+            e.contains("expected 1000 bytes after decompression, got 1001"),
+            "{e}"
+        );
+        // Within the setting: taken; over it: refused.
+        let text = vec![b'x'; 500];
+        let mut enc = flate2::write::ZlibEncoder::new(Vec::new(), flate2::Compression::default());
+        enc.write_all(&text).unwrap();
+        let mut data = vec![0x82];
+        data.extend(500u16.to_be_bytes());
+        data.extend(enc.finish().unwrap());
+        assert_eq!(maria_uncompress(&data, 500).unwrap(), text);
+        assert!(maria_uncompress(&data, 499).is_err());
     }
 
     #[test]

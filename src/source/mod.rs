@@ -6,6 +6,7 @@ pub mod events;
 #[cfg(test)]
 pub mod fixtures;
 mod json_diff;
+pub mod packet;
 pub mod payload;
 pub mod preflight;
 pub mod replication;
@@ -14,3 +15,4 @@ pub mod rows;
 pub mod seed;
 pub mod server;
 pub mod stream;
+pub mod verify;

@@ -9,6 +9,8 @@
 //!   events add up to exactly the payload's `uncompressed_size`; anything else — a zstd error,
 //!   a truncated event, trailing data, an unknown compression type — is a definite error that
 //!   names the position. Rows are never skipped silently.
+//! * no inner event larger than `source.max_event_bytes` is allocated: its size is checked
+//!   against the setting (and against what is left) from its header, before its buffer grows.
 //! * inner events carry no checksum (MySQL writes them without one) and `log_pos` 0; the
 //!   payload's end position stands for all of them.
 
@@ -138,11 +140,14 @@ pub struct PayloadReader<'a> {
     /// The header of the next inner event, read ahead.
     lookahead: Option<[u8; HEADER_LEN]>,
     done: bool,
+    /// `source.max_event_bytes`.
+    max_event_bytes: u64,
 }
 
 impl<'a> PayloadReader<'a> {
-    /// Opens the payload of `ev` (a TRANSACTION_PAYLOAD event); `at` names its position.
-    pub fn open(ev: &'a Event, at: String) -> Result<Self> {
+    /// Opens the payload of `ev` (a TRANSACTION_PAYLOAD event); `at` names its position;
+    /// inner events over `max_event_bytes` (`source.max_event_bytes`) are refused.
+    pub fn open(ev: &'a Event, at: String, max_event_bytes: u64) -> Result<Self> {
         let hdr = parse_payload_header(ev.data()).map_err(|e| payload_error(&at, &e))?;
         let payload = &ev.data()[hdr.payload_at..];
         let src: Box<dyn Read + Send + 'a> = match hdr.compression {
@@ -163,6 +168,7 @@ impl<'a> PayloadReader<'a> {
             events: 0,
             lookahead: None,
             done: false,
+            max_event_bytes,
         })
     }
 
@@ -241,6 +247,15 @@ impl<'a> PayloadReader<'a> {
                 ),
             ));
         }
+        if size > self.max_event_bytes {
+            return Err(Error::definite(format!(
+                "TRANSACTION_PAYLOAD event at {}: inner event {n} (type {etype}) is {size} bytes, \
+                 more than source.max_event_bytes ({} bytes); fix: raise \
+                 source.max_event_bytes (or SLUICE_SOURCE_MAX_EVENT_BYTES) to at least {size} \
+                 (the default is 1073741824, 1 GiB)",
+                self.at, self.max_event_bytes
+            )));
+        }
         if matches!(
             etype,
             types::TRANSACTION_PAYLOAD | types::FORMAT_DESCRIPTION | types::ROTATE
@@ -314,6 +329,59 @@ fn payload_error(at: &str, detail: &str) -> Error {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::source::fixtures as fx;
+
+    /// A TRANSACTION_PAYLOAD event (uncompressed payload type) whose header claims
+    /// `uncompressed` bytes and whose payload is `payload`.
+    fn payload_event(uncompressed: u64, payload: &[u8]) -> Event {
+        let mut body = Vec::new();
+        for (t, v) in [(2u8, 255u64), (3, uncompressed), (1, payload.len() as u64)] {
+            body.push(t);
+            if v < 251 {
+                body.extend([1, v as u8]);
+            } else {
+                body.extend([9, 254]);
+                body.extend(v.to_le_bytes());
+            }
+        }
+        body.push(0);
+        body.extend_from_slice(payload);
+        fx::event(&fx::fde_8_0(), types::TRANSACTION_PAYLOAD, 900, &body)
+    }
+
+    /// An inner event header claiming 2 GiB inside a payload that claims 3 GiB: refused from
+    /// the header, naming the setting, the size and the position, and nothing of that size is
+    /// allocated (the reader's buffer stays at a header's size).
+    #[test]
+    fn an_inner_event_over_max_event_bytes_is_refused_before_allocation() {
+        let claim = 2u32 << 30;
+        let inner = fx::header(types::WRITE_ROWS_V2, claim, 0);
+        let ev = payload_event(3 << 30, &inner);
+        let mut rd = PayloadReader::open(&ev, "binlog.000003:1234".into(), 1 << 30).unwrap();
+        let e = rd.next_event().unwrap_err();
+        let msg = e.to_string();
+        assert_eq!(e.kind(), crate::error::ErrorKind::Definite);
+        for needle in [
+            "source.max_event_bytes",
+            "2147483648 bytes",
+            "binlog.000003:1234",
+            "raise",
+        ] {
+            assert!(msg.contains(needle), "{needle}: {msg}");
+        }
+        assert!(rd.buf.capacity() < 1 << 20, "{}", rd.buf.capacity());
+        // Under a smaller setting, an event the default would take is refused too.
+        let row = fx::raw(types::WRITE_ROWS_V2, 0, &[0u8; 200]);
+        let ev = payload_event(row.len() as u64, &row);
+        let mut rd = PayloadReader::open(&ev, "binlog.000003:1234".into(), 100).unwrap();
+        assert!(rd
+            .next_event()
+            .unwrap_err()
+            .to_string()
+            .contains("219 bytes"));
+        let mut rd = PayloadReader::open(&ev, "binlog.000003:1234".into(), 219).unwrap();
+        assert!(rd.next_event().unwrap().is_some());
+    }
 
     #[test]
     fn lenenc_forms() {

@@ -16,9 +16,7 @@
 use std::borrow::Cow;
 
 use mysql_async::{DriverError, SslOpts};
-use mysql_common::binlog::consts::BinlogVersion;
 use mysql_common::binlog::events::Event;
-use mysql_common::binlog::EventStreamReader;
 use mysql_common::constants::CapabilityFlags;
 use mysql_common::io::ParseBuf;
 use mysql_common::packets::binlog_request::BinlogRequest;
@@ -27,16 +25,16 @@ use mysql_common::packets::{
     SslRequest,
 };
 use mysql_common::proto::MySerialize;
-use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, BufStream};
+use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt, BufStream};
 use tokio::net::TcpStream;
 
-use crate::error::{Error, Result};
+use crate::error::{mysql_error, Error, Result};
+use crate::source::packet::{frame, PacketReader};
 use crate::source::server::{self, Attempt, ConnectOptions};
+use crate::source::verify::{Damaged, EventDecoder};
 
-/// The largest payload of one packet chunk; a chunk this long continues in the next one.
-const MAX_CHUNK: usize = 0xFF_FFFF;
-
-/// The largest packet accepted (the server's `max_allowed_packet` cannot exceed 1 GiB).
+/// The largest packet accepted before [`Replication::set_max_event_bytes`] (the server's
+/// `max_allowed_packet` cannot exceed 1 GiB).
 pub const MAX_PACKET: usize = 1 << 30;
 
 /// `max_packet_size` announced in the handshake response.
@@ -47,56 +45,40 @@ const COLLATION: u8 = 45;
 
 type MyResult<T> = std::result::Result<T, mysql_async::Error>;
 
-/// Packet buffer capacity kept between packets; a larger one is released after use.
-const RETAINED_BUFFER: usize = 4 << 20;
-
 /// A byte stream to the server, plaintext or TLS.
 trait Io: AsyncRead + AsyncWrite + Unpin + Send {}
 impl<T: AsyncRead + AsyncWrite + Unpin + Send> Io for T {}
 
-/// Appends `payload` to `out` as packets starting at sequence id `*seq`: chunks of at most
-/// [`MAX_CHUNK`] bytes, each with a 4-byte header (3-byte little-endian length, sequence id);
-/// a payload whose length is a multiple of [`MAX_CHUNK`] (including 0) ends with an empty
-/// chunk.
-pub fn frame(seq: &mut u8, payload: &[u8], out: &mut Vec<u8>) {
-    let mut rest = payload;
-    loop {
-        let n = rest.len().min(MAX_CHUNK);
-        let len = (n as u32).to_le_bytes();
-        out.extend_from_slice(&len[..3]);
-        out.push(*seq);
-        *seq = seq.wrapping_add(1);
-        out.extend_from_slice(&rest[..n]);
-        rest = &rest[n..];
-        if n < MAX_CHUNK {
-            return;
-        }
-    }
+/// Why the next event could not be had.
+#[derive(Debug)]
+pub enum ReadError {
+    /// The connection failed (I/O, framing, a server error), as the client library reports
+    /// it: transient or definite as [`mysql_error`] classifies it.
+    Conn(mysql_async::Error),
+    /// The event failed its length or checksum checks ([`crate::source::verify`]).
+    Damaged(Damaged),
+    /// The event is larger than `source.max_event_bytes`: `size` bytes at least.
+    TooLarge { size: u64, limit: u64 },
 }
 
-/// Reads one packet (all its chunks) into `buf`, checking the sequence ids from `*seq` on.
-pub async fn read_packet<R: AsyncRead + Unpin>(
-    r: &mut R,
-    seq: &mut u8,
-    buf: &mut Vec<u8>,
-) -> MyResult<()> {
-    buf.clear();
-    loop {
-        let mut hdr = [0u8; 4];
-        r.read_exact(&mut hdr).await?;
-        let n = usize::from(hdr[0]) | usize::from(hdr[1]) << 8 | usize::from(hdr[2]) << 16;
-        if hdr[3] != *seq {
-            return Err(DriverError::PacketOutOfOrder.into());
-        }
-        *seq = seq.wrapping_add(1);
-        if buf.len() + n > MAX_PACKET {
-            return Err(DriverError::PacketTooLarge.into());
-        }
-        let at = buf.len();
-        buf.resize(at + n, 0);
-        r.read_exact(&mut buf[at..]).await?;
-        if n < MAX_CHUNK {
-            return Ok(());
+impl ReadError {
+    /// The pipeline error, for the event at `at` (`file:pos`).
+    pub fn into_error(self, at: impl std::fmt::Display) -> Error {
+        match self {
+            ReadError::Conn(e) => mysql_error(format!("binlog stream at {at}"), &e),
+            ReadError::Damaged(d) => Error::definite(format!(
+                "the binlog event at {at} is damaged ({d}); sluice stops rather than decode \
+                 it, and nothing of it or after it is written. If it fails at the same position \
+                 again after a restart, the binlog file on the server is damaged (check it with \
+                 `mysqlbinlog --verify-binlog-checksum`); otherwise it was damaged on the way \
+                 (network, proxy) and a restart reads it again"
+            )),
+            ReadError::TooLarge { size, limit } => Error::definite(format!(
+                "the binlog event at {at} is larger than source.max_event_bytes ({limit} \
+                 bytes): {size} bytes at least; fix: raise source.max_event_bytes (or \
+                 SLUICE_SOURCE_MAX_EVENT_BYTES) above the event's size, e.g. to 1073741824 \
+                 (1 GiB, the default and the server's own max_allowed_packet ceiling)"
+            )),
         }
     }
 }
@@ -165,12 +147,18 @@ pub fn rsa_encrypted_password(pass: &str, nonce: &[u8], pem: &[u8]) -> Result<Ve
 }
 
 /// One replication connection to the source.
+///
+/// Cancel-safe: a [`Replication::next_event`] future dropped before it finished (a `select!`
+/// branch that won, a timeout) loses no byte of the stream; the next call continues the packet
+/// (see [`crate::source::packet`]).
 pub struct Replication {
     io: BufStream<Box<dyn Io>>,
-    seq: u8,
+    /// Packet reader; its sequence id is the connection's (writes continue from it).
+    rd: PacketReader,
     caps: CapabilityFlags,
-    buf: Vec<u8>,
-    esr: EventStreamReader,
+    decoder: EventDecoder,
+    /// `source.max_event_bytes`.
+    max_event_bytes: u64,
     ended: bool,
 }
 
@@ -192,10 +180,10 @@ impl Replication {
         let _ = tcp.set_nodelay(true);
         let mut conn = Replication {
             io: BufStream::new(Box::new(tcp) as Box<dyn Io>),
-            seq: 0,
+            rd: PacketReader::new(MAX_PACKET),
             caps: CapabilityFlags::empty(),
-            buf: Vec::new(),
-            esr: EventStreamReader::new(BinlogVersion::Version4),
+            decoder: EventDecoder::new(),
+            max_event_bytes: MAX_PACKET as u64,
             ended: false,
         };
         let pass = url
@@ -207,18 +195,27 @@ impl Replication {
         Ok(conn)
     }
 
+    /// Events larger than `max` bytes (`source.max_event_bytes`) are refused, before their
+    /// memory is reserved.
+    pub fn set_max_event_bytes(&mut self, max: u64) {
+        self.max_event_bytes = max;
+        // The packet is the event and its leading 0x00.
+        self.rd
+            .set_limit(usize::try_from(max.saturating_add(1)).unwrap_or(usize::MAX));
+    }
+
     async fn read(&mut self) -> MyResult<()> {
-        // One large event (a big compressed transaction) must not pin its size for the rest
-        // of the stream: give the memory back before reading the next packet.
-        if self.buf.capacity() > RETAINED_BUFFER {
-            self.buf = Vec::with_capacity(RETAINED_BUFFER);
-        }
-        read_packet(&mut self.io, &mut self.seq, &mut self.buf).await
+        self.rd.read(&mut self.io).await
+    }
+
+    /// The last packet read.
+    fn buf(&self) -> &[u8] {
+        self.rd.packet()
     }
 
     async fn write(&mut self, payload: &[u8]) -> MyResult<()> {
         let mut out = Vec::with_capacity(payload.len() + 4);
-        frame(&mut self.seq, payload, &mut out);
+        frame(&mut self.rd.seq, payload, &mut out);
         self.io.write_all(&out).await?;
         self.io.flush().await?;
         Ok(())
@@ -226,13 +223,13 @@ impl Replication {
 
     /// Sends a command (a new sequence).
     async fn command(&mut self, payload: &[u8]) -> MyResult<()> {
-        self.seq = 0;
+        self.rd.seq = 0;
         self.write(payload).await
     }
 
     fn unexpected(&self) -> mysql_async::Error {
         DriverError::UnexpectedPacket {
-            payload: self.buf.clone(),
+            payload: self.buf().to_vec(),
         }
         .into()
     }
@@ -245,10 +242,10 @@ impl Replication {
         ssl: Option<SslOpts>,
     ) -> std::result::Result<(), Attempt> {
         self.read().await.map_err(Attempt::Failed)?;
-        if self.buf.first() == Some(&0xFF) {
-            return Err(Attempt::Failed(err_packet(&self.buf, self.caps)));
+        if self.buf().first() == Some(&0xFF) {
+            return Err(Attempt::Failed(err_packet(self.buf(), self.caps)));
         }
-        let hs = ParseBuf(&self.buf)
+        let hs = ParseBuf(self.buf())
             .parse::<HandshakePacket<'_>>(())
             .map_err(|e| Attempt::Failed(e.into()))?;
         let mut nonce = hs.scramble_1_ref().to_vec();
@@ -314,12 +311,12 @@ impl Replication {
         let mut server_key: Option<Vec<u8>> = None;
         loop {
             self.read().await.map_err(Attempt::Failed)?;
-            match self.buf.first().copied() {
+            match self.buf().first().copied() {
                 Some(0x00) => return Ok(()),
-                Some(0xFF) => return Err(Attempt::Failed(err_packet(&self.buf, self.caps))),
+                Some(0xFF) => return Err(Attempt::Failed(err_packet(self.buf(), self.caps))),
                 Some(0xFE) if !switched => {
                     switched = true;
-                    let sw = ParseBuf(&self.buf)
+                    let sw = ParseBuf(self.buf())
                         .parse::<AuthSwitchRequest<'_>>(())
                         .map_err(|e| Attempt::Failed(e.into()))?;
                     nonce = sw.plugin_data().to_vec();
@@ -328,7 +325,7 @@ impl Replication {
                     self.write(&data).await.map_err(Attempt::Failed)?;
                 }
                 Some(0x01) if plugin == AuthPlugin::CachingSha2Password => {
-                    match self.buf.get(1).copied() {
+                    match self.buf().get(1).copied() {
                         // Fast authentication succeeded: the OK follows.
                         Some(0x03) => {}
                         // Full authentication.
@@ -343,11 +340,12 @@ impl Replication {
                                 None => {
                                     self.write(&[0x02]).await.map_err(Attempt::Failed)?;
                                     self.read().await.map_err(Attempt::Failed)?;
-                                    match self.buf.split_first() {
+                                    match self.buf().split_first() {
                                         Some((0x01, pem)) => pem.to_vec(),
                                         Some((0xFF, _)) => {
                                             return Err(Attempt::Failed(err_packet(
-                                                &self.buf, self.caps,
+                                                self.buf(),
+                                                self.caps,
                                             )))
                                         }
                                         _ => return Err(Attempt::Failed(self.unexpected())),
@@ -370,9 +368,9 @@ impl Replication {
     /// Reads the reply to a command that answers OK or ERR.
     async fn read_ok(&mut self) -> MyResult<()> {
         self.read().await?;
-        match self.buf.first() {
+        match self.buf().first() {
             Some(0x00) => Ok(()),
-            Some(0xFF) => Err(err_packet(&self.buf, self.caps)),
+            Some(0xFF) => Err(err_packet(self.buf(), self.caps)),
             _ => Err(self.unexpected()),
         }
     }
@@ -386,11 +384,13 @@ impl Replication {
         self.read_ok().await
     }
 
-    /// Announces the checksum sluice reads (whatever the server writes), registers as a
-    /// replica with `server_id` and sends the dump request; events follow through
+    /// Announces CRC32 checksums (so the events the server makes up before the first format
+    /// description carry one, see [`crate::source::verify`]), registers as a replica with
+    /// `server_id` and sends the dump request; events follow through
     /// [`Replication::next_event`].
     pub async fn start_dump(&mut self, request: &BinlogRequest<'_>) -> MyResult<()> {
-        self.query_drop("SET @master_binlog_checksum='ALL'").await?;
+        self.query_drop("SET @master_binlog_checksum = 'CRC32'")
+            .await?;
         let mut payload = Vec::new();
         ComRegisterSlave::new(request.server_id()).serialize(&mut payload);
         self.command(&payload).await?;
@@ -400,24 +400,34 @@ impl Replication {
         self.command(&payload).await
     }
 
-    /// The next event of the dump; `None` when the server ended the stream (a non-blocking
-    /// dump reached the end of the binlog).
-    pub async fn next_event(&mut self) -> MyResult<Option<Event>> {
+    /// The next event of the dump, its length and checksum verified; `None` when the server
+    /// ended the stream (a non-blocking dump reached the end of the binlog). Cancel-safe.
+    pub async fn next_event(&mut self) -> std::result::Result<Option<Event>, ReadError> {
         if self.ended {
             return Ok(None);
         }
-        self.read().await?;
-        match self.buf.first() {
-            Some(0x00) => {
-                let ev = self.esr.read(&self.buf[1..])?;
-                Ok(ev)
-            }
-            Some(0xFF) => Err(err_packet(&self.buf, self.caps)),
-            Some(0xFE) if self.buf.len() < 8 => {
+        if let Err(e) = self.rd.read(&mut self.io).await {
+            return Err(match self.rd.too_large() {
+                Some(n) => ReadError::TooLarge {
+                    size: (n as u64).saturating_sub(1),
+                    limit: self.max_event_bytes,
+                },
+                None => ReadError::Conn(e),
+            });
+        }
+        let packet = self.rd.packet();
+        match packet.first() {
+            Some(0x00) => self
+                .decoder
+                .decode(&packet[1..])
+                .map(Some)
+                .map_err(ReadError::Damaged),
+            Some(0xFF) => Err(ReadError::Conn(err_packet(packet, self.caps))),
+            Some(0xFE) if packet.len() < 8 => {
                 self.ended = true;
                 Ok(None)
             }
-            _ => Err(self.unexpected()),
+            _ => Err(ReadError::Conn(self.unexpected())),
         }
     }
 }
@@ -448,87 +458,6 @@ pub fn dump_request<'a>(
 mod tests {
     use super::*;
     use crate::error::{mysql_error, ErrorKind};
-
-    fn framed(payload: &[u8], seq: u8) -> Vec<u8> {
-        let mut s = seq;
-        let mut out = Vec::new();
-        frame(&mut s, payload, &mut out);
-        out
-    }
-
-    async fn unframe(wire: &[u8], seq: u8) -> MyResult<(Vec<u8>, u8)> {
-        let mut r = wire;
-        let mut s = seq;
-        let mut buf = Vec::new();
-        read_packet(&mut r, &mut s, &mut buf).await?;
-        Ok((buf, s))
-    }
-
-    #[test]
-    fn small_packets_have_one_header() {
-        assert_eq!(framed(b"\x03SELECT 1", 0)[..4], [9, 0, 0, 0]);
-        assert_eq!(framed(b"", 7), [0, 0, 0, 7]);
-    }
-
-    #[test]
-    fn long_packets_continue_in_the_next_chunk() {
-        // Exactly one full chunk: a full chunk, then an empty one.
-        let payload = vec![0xAB; MAX_CHUNK];
-        let wire = framed(&payload, 0);
-        assert_eq!(wire.len(), MAX_CHUNK + 8);
-        assert_eq!(wire[..4], [0xFF, 0xFF, 0xFF, 0]);
-        assert_eq!(wire[MAX_CHUNK + 4..], [0, 0, 0, 1]);
-        // Two full chunks and a rest; the sequence id wraps.
-        let payload: Vec<u8> = (0..2 * MAX_CHUNK + 3).map(|i| i as u8).collect();
-        let wire = framed(&payload, 255);
-        assert_eq!(wire.len(), payload.len() + 12);
-        assert_eq!(wire[3], 255);
-        assert_eq!(wire[MAX_CHUNK + 4 + 3], 0);
-        assert_eq!(
-            wire[2 * (MAX_CHUNK + 4)..2 * (MAX_CHUNK + 4) + 4],
-            [3, 0, 0, 1]
-        );
-    }
-
-    #[tokio::test]
-    async fn packets_read_back_whole() {
-        for len in [
-            0,
-            1,
-            100,
-            MAX_CHUNK - 1,
-            MAX_CHUNK,
-            MAX_CHUNK + 1,
-            2 * MAX_CHUNK + 3,
-        ] {
-            let payload: Vec<u8> = (0..len).map(|i| (i % 251) as u8).collect();
-            let mut wire = framed(&payload, 3);
-            // A second packet follows; the first read stops at its own end.
-            let next_seq = 3 + (len / MAX_CHUNK) as u8 + 1;
-            wire.extend(framed(b"next", next_seq));
-            let (got, seq) = unframe(&wire, 3).await.unwrap();
-            assert_eq!(got.len(), len);
-            assert!(got == payload, "payload of {len} bytes");
-            assert_eq!(seq, next_seq);
-        }
-    }
-
-    #[tokio::test]
-    async fn broken_framing_is_an_error() {
-        // Out of order.
-        let e = unframe(&framed(b"abc", 5), 4).await.unwrap_err();
-        assert!(matches!(
-            e,
-            mysql_async::Error::Driver(DriverError::PacketOutOfOrder)
-        ));
-        // Cut short: an I/O error, so transient (the connection is gone).
-        let wire = framed(b"abcdef", 0);
-        let e = unframe(&wire[..7], 0).await.unwrap_err();
-        assert_eq!(mysql_error("x", &e).kind(), ErrorKind::Transient);
-        // A continuation chunk missing.
-        let wire = framed(&vec![1; MAX_CHUNK], 0);
-        assert!(unframe(&wire[..MAX_CHUNK + 4], 0).await.is_err());
-    }
 
     #[test]
     fn auth_responses_are_the_scrambles() {

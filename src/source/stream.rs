@@ -55,6 +55,9 @@ pub struct SourceSettings {
     pub snapshot: crate::config::SnapshotConfig,
     /// Where ad-hoc snapshot requests come from (the HTTP API), if anywhere.
     pub adhoc: Option<crate::snapshot::adhoc::Inbox>,
+    /// `source.max_event_bytes`: the largest event read, decompressed statement or inner event
+    /// of a compressed transaction.
+    pub max_event_bytes: u64,
 }
 
 /// Source transactions that ended in ROLLBACK after some of their rows were already written
@@ -400,6 +403,8 @@ pub struct Assembler {
     replay_xid: String,
     /// In replay mode: the group's XA_PREPARE was reached.
     replay_done: bool,
+    /// `source.max_event_bytes`: caps decompressed statements and inner events.
+    max_event_bytes: u64,
     /// Tracked definitions of included tables: from the committed schema history, from
     /// TABLE_MAPs with full metadata, kept current by DDL.
     defs: HashMap<(String, String), TableDef>,
@@ -443,6 +448,7 @@ impl Assembler {
             replay_mode: false,
             replay_xid: String::new(),
             replay_done: false,
+            max_event_bytes: crate::config::DEFAULT_MAX_EVENT_BYTES,
             defs: HashMap::new(),
             lost: HashMap::new(),
         }
@@ -462,6 +468,12 @@ impl Assembler {
         a.replay_mode = true;
         a.replay_xid = xid.to_string();
         a
+    }
+
+    /// Caps decompressed statements and inner events of compressed transactions at `max`
+    /// bytes (`source.max_event_bytes`).
+    pub fn set_max_event_bytes(&mut self, max: u64) {
+        self.max_event_bytes = max;
     }
 
     /// Replay mode: the prepared group was read up to its XA_PREPARE.
@@ -526,7 +538,7 @@ impl Assembler {
         let start = log_pos.saturating_sub(u64::from(hdr.event_size()));
         // Inner events carry log_pos 0: the payload's end stands for all of them.
         self.payload_end = log_pos;
-        PayloadReader::open(ev, self.at(start))
+        PayloadReader::open(ev, self.at(start), self.max_event_bytes)
     }
 
     /// Handles one inner event of a TRANSACTION_PAYLOAD.
@@ -629,7 +641,7 @@ impl Assembler {
                     .read_event()
                     .map_err(|e| definite(format!("malformed QUERY event: {e}")))?;
                 let text = if etype == types::MARIA_QUERY_COMPRESSED {
-                    let raw = events::maria_uncompress(q.query_raw())
+                    let raw = events::maria_uncompress(q.query_raw(), self.max_event_bytes)
                         .map_err(|e| definite(e.to_string()))?;
                     String::from_utf8_lossy(&raw).into_owned()
                 } else {
@@ -1581,6 +1593,7 @@ pub async fn run(
         .as_nanos()
         .min(u128::from(u32::MAX) * 1_000_000) as u64;
     let mut conn = Replication::connect(&settings.connect).await?;
+    conn.set_max_event_bytes(settings.max_event_bytes);
     conn.query_drop(&format!("SET @master_heartbeat_period = {hb_ns}"))
         .await
         .map_err(|e| mysql_error("setting the heartbeat period", &e))?;
@@ -1629,6 +1642,7 @@ pub async fn run(
         skip,
     );
     asm.set_defs(resume.defs.iter().cloned());
+    asm.set_max_event_bytes(settings.max_event_bytes);
     let mut snap = Some(Snapshotter::new(
         resume.snapshot.clone(),
         &settings.connect,
@@ -1680,6 +1694,13 @@ pub async fn run(
         return Ok(());
     }
     loop {
+        // Cancel safety: whichever branch wins, the others' futures are dropped, and each
+        // loses nothing then. `watch::Receiver::changed`, `mpsc::Receiver::recv` (the snapshot
+        // pool's results behind `next_snapshot_result`, the API's commands) are cancel-safe
+        // by tokio's contract: a message is only taken when the future completes.
+        // `Replication::next_event` keeps every partial packet in the connection (the packet
+        // reader is a state machine over its own buffers), so a half-read event, dropped here
+        // or by the silence timeout, continues at the next call: no byte of the stream is lost.
         let next = tokio::select! {
             biased;
             _ = shutdown.changed() => return Ok(()),
@@ -1746,15 +1767,15 @@ pub async fn run(
                 )))
             }
             Ok(Err(e)) => {
-                return Err(binlog_errors::dump_error(
-                    &format!(
-                        "binlog stream at {}:{}",
-                        asm.tracker().file,
-                        asm.tracker().pos
+                let at = format!("{}:{}", asm.tracker().file, asm.tracker().pos);
+                return Err(match e {
+                    replication::ReadError::Conn(e) => binlog_errors::dump_error(
+                        &format!("binlog stream at {at}"),
+                        &e,
+                        &format!("{:?}", resume.request),
                     ),
-                    &e,
-                    &format!("{:?}", resume.request),
-                ))
+                    other => other.into_error(at),
+                });
             }
             Ok(Ok(Some(ev))) => ev,
         };
@@ -1857,6 +1878,8 @@ async fn snapshot_step(
     }
     if let Some(changes) = s.try_emit(asm.tracker())? {
         for change in changes {
+            // Cancel safety: `send` is only dropped when shutdown wins, and then the pipeline
+            // stops (the change is not needed); `changed` is cancel-safe.
             tokio::select! {
                 biased;
                 _ = shutdown.changed() => return Ok(Flow::Stop),
@@ -1907,6 +1930,7 @@ async fn forward(
         if let Some(s) = snap.as_mut() {
             s.observe(&mut change);
         }
+        // Cancel safety: as in `snapshot_step`, `send` is only dropped when the pipeline stops.
         tokio::select! {
             biased;
             _ = shutdown.changed() => return Ok(false),
@@ -1960,6 +1984,7 @@ async fn replay_xa(
 ) -> Result<bool> {
     tracing::info!(xid = %r.xid, from = %r.from, "XA COMMIT: reading the prepared transaction again");
     let mut stream = Replication::connect(&settings.connect).await?;
+    stream.set_max_event_bytes(settings.max_event_bytes);
     if info.flavor == Flavor::MariaDb {
         stream
             .query_drop("SET @mariadb_slave_capability = 4")
@@ -1981,6 +2006,7 @@ async fn replay_xa(
     })?;
     let mut asm = Assembler::for_replay(info.flavor, settings.router.clone(), &r.from, &r.xid);
     asm.set_defs(defs);
+    asm.set_max_event_bytes(settings.max_event_bytes);
     let mut out = Vec::new();
     let mut sent_begin = false;
     while let Some(ev) = tokio::time::timeout(Duration::from_secs(60), stream.next_event())
@@ -1991,7 +2017,14 @@ async fn replay_xa(
                 r.xid
             ))
         })?
-        .map_err(|e| mysql_error(format!("prepared XA transaction {}", r.xid), &e))?
+        .map_err(|e| {
+            e.into_error(format_args!(
+                "{}:{} (prepared XA transaction {})",
+                asm.tracker().file,
+                asm.tracker().pos,
+                r.xid
+            ))
+        })?
     {
         asm.on_event(&ev, &mut out)?;
         for mut change in out.drain(..) {
@@ -2358,7 +2391,7 @@ bootstrap_servers = "127.0.0.1:9092"
         let inner = row.repeat(2000);
         let body = fx::payload_body(&inner, true);
         let ev = event(&fde, types::TRANSACTION_PAYLOAD, 100_000, &body);
-        let mut rd = PayloadReader::open(&ev, "binlog.000001:4".into()).unwrap();
+        let mut rd = PayloadReader::open(&ev, "binlog.000001:4".into(), 1 << 30).unwrap();
         let mut n = 0;
         while let Some(e) = rd.next_event().unwrap() {
             assert_eq!(e.header().event_type_raw(), types::WRITE_ROWS_V2);
@@ -2680,7 +2713,7 @@ bootstrap_servers = "127.0.0.1:9092"
     fn real_mysql_9_7_payload() {
         let fde = fx::fde_8_0();
         let ev = event(&fde, types::TRANSACTION_PAYLOAD, 22314, &MYSQL_9_7_PAYLOAD);
-        let mut rd = PayloadReader::open(&ev, "mysql-bin.000002:22116".into()).unwrap();
+        let mut rd = PayloadReader::open(&ev, "mysql-bin.000002:22116".into(), 1 << 30).unwrap();
         let mut seen = Vec::new();
         while let Some(e) = rd.next_event().unwrap() {
             seen.push((e.header().event_type_raw(), e.header().log_pos()));

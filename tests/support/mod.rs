@@ -8,6 +8,7 @@
 
 pub mod kafka_proxy;
 pub mod matrix;
+pub mod proxy;
 
 use std::collections::HashMap;
 use std::path::PathBuf;
