@@ -14,12 +14,14 @@ use rdkafka::config::ClientConfig;
 use tokio::sync::{mpsc, watch};
 
 use crate::config::route::Router;
+use crate::config::topics::{SHARED_OFFSETS_TOPIC, SHARED_SCHEMA_HISTORY_TOPIC};
 use crate::config::{Config, OnPurged};
 use crate::error::{Error, ErrorKind, Result};
 use crate::metrics;
 use crate::pipeline::CHANNEL_CAPACITY;
 use crate::position::StartSpec;
 use crate::retry::{AttemptHealth, Backoff, Decision};
+use crate::sink::reader::Until;
 use crate::sink::topics::TopicSettings;
 use crate::sink::{self, SinkSettings, SinkStats};
 use crate::snapshot::adhoc::Inbox;
@@ -43,9 +45,18 @@ pub fn sink_settings(cfg: &Config) -> SinkSettings {
         name: cfg.name.clone(),
         transactional_id: cfg.transactional_id(),
         delivery: cfg.delivery,
-        offsets_topic: cfg.kafka.offsets_topic.clone(),
+        offsets_topic: cfg.offsets_topic(),
+        shared_offsets_topic: cfg
+            .kafka
+            .offsets_topic
+            .is_none()
+            .then(|| SHARED_OFFSETS_TOPIC.to_string()),
+        shared_history_topic: (cfg.kafka.offsets_topic.is_none()
+            && cfg.kafka.schema_history_topic.is_none())
+        .then(|| SHARED_SCHEMA_HISTORY_TOPIC.to_string()),
+        read_timeout: committed_read_timeout(cfg),
         schema_changes_topic: cfg.schema_changes_topic(),
-        schema_history_topic: cfg.kafka.schema_history_topic.clone(),
+        schema_history_topic: cfg.schema_history_topic(),
         commit_max_ms: cfg.commit.max_ms,
         commit_max_events: cfg.commit.max_events,
         idle_offset_ms: cfg.commit.idle_offset_ms,
@@ -60,6 +71,14 @@ pub fn sink_settings(cfg: &Config) -> SinkSettings {
             config: cfg.kafka.topic_config.clone(),
         },
     }
+}
+
+/// How long reading the committed state after fencing waits for a foreign transaction that
+/// holds the offsets topic's last stable offset back: `kafka.transaction_timeout_ms`, within
+/// 10 to 60 s (a transaction of another sluice with the same setting ends within it), before
+/// the attempt fails as transient and is retried.
+pub fn committed_read_timeout(cfg: &Config) -> Duration {
+    Duration::from_millis(cfg.kafka.transaction_timeout_ms.clamp(10_000, 60_000))
 }
 
 /// Parses `source.start`.
@@ -82,7 +101,7 @@ pub async fn preflight(cfg: &Config) -> Result<Vec<CheckItem>> {
     );
     // Kafka: reachable, offsets topic shape.
     let kcfg = client_config(cfg);
-    let offsets_topic = cfg.kafka.offsets_topic.clone();
+    let offsets_topic = cfg.offsets_topic();
     let name = cfg.name.clone();
     let settings = sink_settings(cfg);
     let kafka_items =
@@ -181,7 +200,7 @@ fn kafka_checks(
                 "{e}; check `kafka.bootstrap_servers` and that the brokers are up"
             ));
             items.push(item);
-            return (items, None);
+            (items, None)
         }
         Ok(count) => {
             items.push(CheckItem::ok("Kafka reachable", settings_bootstrap(kcfg)));
@@ -195,38 +214,85 @@ fn kafka_checks(
                 Ok(()) => CheckItem::ok("topics creatable", detail),
                 Err(e) => CheckItem::failed("topics creatable", detail, &e),
             });
-            match count {
-                None => {
-                    items.push(CheckItem::ok(
-                        "offsets topic",
-                        format!("`{offsets_topic}` does not exist yet; run creates it compacted"),
-                    ));
-                    return (items, None);
-                }
-                Some(_) => {
-                    let mut t = topics;
-                    let detail = format!("`{offsets_topic}`");
-                    items.push(match t.ensure_offsets_topic(offsets_topic) {
-                        Ok(()) => CheckItem::ok("offsets topic", detail),
-                        Err(e) => CheckItem::failed("offsets topic", detail, &e),
+            let mut t = topics;
+            own_topic_item(&mut items, &mut t, offsets_topic, count, "offsets topic");
+            let history = &settings.schema_history_topic;
+            let history_count = t.partition_count(history).ok().flatten();
+            own_topic_item(
+                &mut items,
+                &mut t,
+                history,
+                history_count,
+                "schema history topic",
+            );
+            // Before fencing: an advisory look (up to the last stable offset), never resumed
+            // from.
+            let read = |topic: &str| {
+                sink::offsets::read_committed_offset(
+                    kcfg,
+                    topic,
+                    name,
+                    Until::FirstEnd,
+                    Duration::from_secs(20),
+                )
+            };
+            let mut committed = match count {
+                Some(_) => read(offsets_topic),
+                None => Ok(None),
+            };
+            if let (Ok(None), Some(shared)) = (&committed, &settings.shared_offsets_topic) {
+                if t.partition_count(shared).ok().flatten().is_some() {
+                    committed = read(shared).map(|r| {
+                        r.inspect(|r| {
+                            items.push(CheckItem::ok(
+                                "committed offset",
+                                format!(
+                                    "{} in the shared `{shared}`; run moves it to \
+                                     `{offsets_topic}`",
+                                    r.position
+                                ),
+                            ))
+                        })
                     });
+                }
+            }
+            match committed {
+                Ok(r) => (items, r.map(|r| r.position)),
+                Err(e) => {
+                    items.push(CheckItem::failed("committed offset", String::new(), &e));
+                    (items, None)
                 }
             }
         }
     }
-    let committed = match sink::offsets::read_committed_offset(
-        kcfg,
-        offsets_topic,
-        name,
-        Duration::from_secs(20),
-    ) {
-        Ok(r) => r.map(|r| r.position),
-        Err(e) => {
-            items.push(CheckItem::failed("committed offset", String::new(), &e));
-            None
+}
+
+/// The check item of one of sluice's compacted topics: its shape when it exists.
+fn own_topic_item(
+    items: &mut Vec<CheckItem>,
+    topics: &mut sink::topics::Topics,
+    topic: &str,
+    count: Option<usize>,
+    what: &str,
+) {
+    let item = match count {
+        None => CheckItem::ok(
+            what,
+            format!("`{topic}` does not exist yet; run creates it compacted"),
+        ),
+        Some(_) => {
+            let r = if what == "offsets topic" {
+                topics.ensure_offsets_topic(topic)
+            } else {
+                topics.ensure_history_topic(topic)
+            };
+            match r {
+                Ok(()) => CheckItem::ok(what, format!("`{topic}`")),
+                Err(e) => CheckItem::failed(what, format!("`{topic}`"), &e),
+            }
         }
     };
-    (items, committed)
+    items.push(item);
 }
 
 fn topics_probe(kcfg: &ClientConfig, settings: &SinkSettings, probe: &str) -> Result<()> {
@@ -240,6 +306,14 @@ fn settings_bootstrap(c: &ClientConfig) -> String {
     )
 }
 
+/// How `sluice run` was asked to start.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct RunOptions {
+    /// `--start-over`: with no committed offset, start at `source.start` even though the
+    /// pipeline's past is visible (its schema history or records in its topics).
+    pub start_over: bool,
+}
+
 /// Runs the pipeline until a shutdown signal or a definite error.
 ///
 /// Problems of the configuration alone stop at once. The preflight (source and Kafka reachable,
@@ -247,6 +321,15 @@ fn settings_bootstrap(c: &ClientConfig) -> String {
 /// operator must fix stops (exit 1), a transient one (source unreachable, broker not up yet) is
 /// retried like any failed attempt.
 pub async fn run(cfg: Config, shutdown: watch::Receiver<bool>) -> Result<()> {
+    run_with(cfg, shutdown, RunOptions::default()).await
+}
+
+/// [`run`] with options.
+pub async fn run_with(
+    cfg: Config,
+    shutdown: watch::Receiver<bool>,
+    options: RunOptions,
+) -> Result<()> {
     let router =
         Arc::new(Router::new(&cfg).map_err(|e| Error::definite(format!("configuration: {e}")))?);
     check_signal_table(&cfg, &router)?;
@@ -329,6 +412,7 @@ pub async fn run(cfg: Config, shutdown: watch::Receiver<bool>) -> Result<()> {
             stats: &stats,
             inbox: &inbox,
             ops: &ops,
+            options,
         };
         let res = attempt(&run, stop).await;
         if *shutdown.borrow() {
@@ -480,6 +564,7 @@ struct Running<'a> {
     stats: &'a Arc<SinkStats>,
     inbox: &'a Inbox,
     ops: &'a crate::ops::Ops,
+    options: RunOptions,
 }
 
 async fn attempt(run: &Running<'_>, shutdown: watch::Receiver<bool>) -> Result<()> {
@@ -491,6 +576,7 @@ async fn attempt(run: &Running<'_>, shutdown: watch::Receiver<bool>) -> Result<(
         stats,
         inbox,
         ops,
+        options,
     } = *run;
     let (tx, rx) = mpsc::channel(CHANNEL_CAPACITY);
     let handle = sink::start(
@@ -504,6 +590,14 @@ async fn attempt(run: &Running<'_>, shutdown: watch::Receiver<bool>) -> Result<(
         Ok(Err(e)) => return Err(e),
         Err(_) => return join_sink(handle.thread).await,
     };
+    if committed.is_none() {
+        if let Err(e) = guard_lost_offsets(cfg, router, history.len(), options).await {
+            // Nothing was produced: the sink ends without writing.
+            drop(tx);
+            let _ = join_sink(handle.thread).await;
+            return Err(e);
+        }
+    }
     if let Some(r) = &committed {
         let m = metrics::global();
         m.resumed_from(Some(&r.position), r.source_ts_ms);
@@ -575,7 +669,7 @@ async fn attempt(run: &Running<'_>, shutdown: watch::Receiver<bool>) -> Result<(
                         Error::definite(format!(
                             "the schema history record of {db}.{table} in `{}` is not a table \
                              definition sluice can read ({e}); was it written by a newer sluice?",
-                            cfg.kafka.schema_history_topic
+                            cfg.schema_history_topic()
                         ))
                     })?;
                 resume.defs.push(def);
@@ -620,6 +714,40 @@ async fn attempt(run: &Running<'_>, shutdown: watch::Receiver<bool>) -> Result<(
             }
         }
     }
+}
+
+/// No committed offset: refuse to start at `source.start` when the pipeline's past is visible
+/// (see [`sink::past`]), unless `--start-over` asked for it.
+async fn guard_lost_offsets(
+    cfg: &Config,
+    router: &Router,
+    history_entries: usize,
+    options: RunOptions,
+) -> Result<()> {
+    let look = sink::past::Look {
+        client: client_config(cfg),
+        history: (cfg.schema_history_topic(), history_entries),
+        patterns: router.topic_patterns(),
+        own_topics: vec![cfg.schema_changes_topic(), cfg.dlq_topic()],
+        skip: vec![cfg.offsets_topic(), cfg.schema_history_topic()],
+        timeout: Duration::from_secs(30),
+    };
+    let found = tokio::task::spawn_blocking(move || sink::past::evidence(&look))
+        .await
+        .map_err(|e| Error::definite(format!("the lost-offsets check failed: {e}")))??;
+    if found.is_empty() {
+        return Ok(());
+    }
+    if options.start_over {
+        tracing::warn!(found = %found.join("; "), start = %cfg.source.start, "no committed offset although the pipeline ran before; starting over at source.start (--start-over)");
+        return Ok(());
+    }
+    Err(sink::past::refusal(
+        &cfg.name,
+        &cfg.offsets_topic(),
+        &cfg.source.start,
+        &found,
+    ))
 }
 
 /// The included tables as `GET /tables` shows them.

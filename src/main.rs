@@ -60,6 +60,12 @@ enum Cmd {
         /// Path of the TOML configuration.
         #[arg(long, short, env = "SLUICE_CONFIG")]
         config: PathBuf,
+        /// With no committed offset, start at `source.start` even though the pipeline ran
+        /// before (its schema history or records in its topics are there), e.g. after its
+        /// offsets topic was deleted. Without it such a run stops and says what it found.
+        /// No effect when an offset is committed.
+        #[arg(long)]
+        start_over: bool,
     },
     /// Preflight: check the source and Kafka, report each item; non-zero exit on problems.
     Check {
@@ -144,7 +150,7 @@ fn load(path: &std::path::Path) -> Result<Config, Error> {
 
 async fn dispatch(cli: Cli) -> Result<ExitCode, Error> {
     match cli.cmd {
-        Cmd::Run { config } => {
+        Cmd::Run { config, start_over } => {
             let cfg = load(&config)?;
             tracing::info!(name = %cfg.name, delivery = %cfg.delivery, config = %cfg.redacted_json(), "starting");
             let (tx, rx) = watch::channel(false);
@@ -153,7 +159,8 @@ async fn dispatch(cli: Cli) -> Result<ExitCode, Error> {
                 tracing::info!("shutdown requested: finishing the open transaction");
                 let _ = tx.send(true);
             });
-            sluice::app::run(cfg, rx).await?;
+            let options = sluice::app::RunOptions { start_over };
+            sluice::app::run_with(cfg, rx, options).await?;
             tracing::info!("stopped");
             Ok(ExitCode::SUCCESS)
         }
@@ -196,16 +203,9 @@ async fn dispatch(cli: Cli) -> Result<ExitCode, Error> {
         Cmd::Offsets { cmd } => match cmd {
             OffsetsCmd::Show { config } => {
                 let cfg = load(&config)?;
-                let rec = tokio::task::spawn_blocking(move || {
-                    sluice::sink::offsets::read_committed_offset(
-                        &sluice::app::client_config(&cfg),
-                        &cfg.kafka.offsets_topic,
-                        &cfg.name,
-                        Duration::from_secs(30),
-                    )
-                })
-                .await
-                .map_err(|e| Error::definite(e.to_string()))??;
+                let rec = tokio::task::spawn_blocking(move || show_offset(&cfg))
+                    .await
+                    .map_err(|e| Error::definite(e.to_string()))??;
                 match rec {
                     Some(r) => {
                         println!("{}", serde_json::to_string_pretty(&r).unwrap_or_default());
@@ -232,6 +232,34 @@ async fn dispatch(cli: Cli) -> Result<ExitCode, Error> {
             }
         },
     }
+}
+
+/// The committed offset record: from the pipeline's offsets topic, or, before the first run
+/// moved it there, from the shared one (noted on stderr).
+fn show_offset(cfg: &Config) -> Result<Option<sluice::sink::offsets::OffsetRecord>, Error> {
+    use sluice::sink::offsets::read_committed_offset;
+    use sluice::sink::reader::Until;
+    let client = sluice::app::client_config(cfg);
+    let read = |topic: &str| {
+        read_committed_offset(
+            &client,
+            topic,
+            &cfg.name,
+            Until::CapturedHigh,
+            Duration::from_secs(30),
+        )
+    };
+    let own = cfg.offsets_topic();
+    let rec = read(&own)?;
+    if rec.is_some() || cfg.kafka.offsets_topic.is_some() {
+        return Ok(rec);
+    }
+    let shared = sluice::config::topics::SHARED_OFFSETS_TOPIC;
+    let old = read(shared)?;
+    if old.is_some() {
+        eprintln!("(in the shared `{shared}`; the next `sluice run` moves it to `{own}`)");
+    }
+    Ok(old)
 }
 
 async fn wait_for_signal() {

@@ -17,6 +17,12 @@ KAFKA_LOG="$KAFKA_DATA/server.log"
 KAFKA_PIDFILE="$RUN_DIR/kafka.pid"
 KAFKA_PORT=${SLUICE_KAFKA_PORT:-9092}
 KAFKA_CONTROLLER_PORT=${SLUICE_KAFKA_CONTROLLER_PORT:-9093}
+# A second listener for fault tests: the broker listens on KAFKA_PROXIED_PORT but advertises
+# KAFKA_PROXY_PORT, where a test's fault proxy listens and forwards to KAFKA_PROXIED_PORT. A
+# client bootstrapped at the proxy port is told to reach every broker (and the transaction
+# coordinator) there too, so all its traffic crosses the proxy.
+KAFKA_PROXIED_PORT=${SLUICE_KAFKA_PROXIED_PORT:-9094}
+KAFKA_PROXY_PORT=${SLUICE_KAFKA_PROXY_PORT:-19094}
 KAFKA_START_TIMEOUT=${KAFKA_START_TIMEOUT:-180}
 KAFKA_STOP_TIMEOUT=${KAFKA_STOP_TIMEOUT:-60}
 KAFKA_BOOTSTRAP="127.0.0.1:$KAFKA_PORT"
@@ -78,11 +84,11 @@ _kafka_write_props() {
 process.roles=broker,controller
 node.id=1
 controller.quorum.bootstrap.servers=127.0.0.1:$KAFKA_CONTROLLER_PORT
-listeners=PLAINTEXT://127.0.0.1:$KAFKA_PORT,CONTROLLER://127.0.0.1:$KAFKA_CONTROLLER_PORT
-advertised.listeners=PLAINTEXT://127.0.0.1:$KAFKA_PORT,CONTROLLER://127.0.0.1:$KAFKA_CONTROLLER_PORT
+listeners=PLAINTEXT://127.0.0.1:$KAFKA_PORT,CONTROLLER://127.0.0.1:$KAFKA_CONTROLLER_PORT,PROXIED://127.0.0.1:$KAFKA_PROXIED_PORT
+advertised.listeners=PLAINTEXT://127.0.0.1:$KAFKA_PORT,CONTROLLER://127.0.0.1:$KAFKA_CONTROLLER_PORT,PROXIED://127.0.0.1:$KAFKA_PROXY_PORT
 inter.broker.listener.name=PLAINTEXT
 controller.listener.names=CONTROLLER
-listener.security.protocol.map=CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT
+listener.security.protocol.map=CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT,PROXIED:PLAINTEXT
 num.network.threads=3
 num.io.threads=4
 log.dirs=$KAFKA_DATA/data
@@ -95,6 +101,9 @@ share.coordinator.state.topic.replication.factor=1
 share.coordinator.state.topic.min.isr=1
 group.initial.rebalance.delay.ms=0
 transaction.max.timeout.ms=900000
+# Abort timed-out transactions within a second (default 10 s), so fault tests that stall a
+# commit past kafka.transaction_timeout_ms see the coordinator's epoch bump promptly.
+transaction.abort.timed.out.transaction.cleanup.interval.ms=1000
 log.retention.hours=168
 log.segment.bytes=1073741824
 EOF
@@ -143,7 +152,7 @@ kafka_up() {
     command -v kcat >/dev/null 2>&1 || die "kcat not installed (apt-get install kcat)"
     kafka_ensure_libs
     local p
-    for p in "$KAFKA_PORT" "$KAFKA_CONTROLLER_PORT"; do
+    for p in "$KAFKA_PORT" "$KAFKA_CONTROLLER_PORT" "$KAFKA_PROXIED_PORT"; do
         port_open 127.0.0.1 "$p" && die "kafka: port 127.0.0.1:$p is in use by another process ($(port_owner "$p"))"
     done
     mkdir -p "$RUN_DIR" "$KAFKA_DATA/logs"

@@ -27,7 +27,8 @@
 //! Submodules: [`secret`] (redaction, [`SourceUrl`]), [`mod@env`] (environment overrides),
 //! [`route`] ([`Router`]: table filter and topic routing), [`schema_registry`]
 //! ([`SchemaRegistryConfig`], for Avro routes), [`api`] ([`ApiConfig`], the HTTP API);
-//! `props` holds the handling of `kafka.properties` / `kafka.topic_config`.
+//! [`topics`] (the per-pipeline offsets and schema-history topic names); `props` holds the
+//! handling of `kafka.properties` / `kafka.topic_config`.
 
 pub mod api;
 pub mod env;
@@ -35,6 +36,7 @@ mod props;
 pub mod route;
 pub mod schema_registry;
 pub mod secret;
+pub mod topics;
 
 #[cfg(test)]
 mod tests;
@@ -552,11 +554,12 @@ impl SourceConfig {
 pub struct KafkaConfig {
     /// Comma-separated `host:port` list of brokers to bootstrap from, required.
     pub bootstrap_servers: String,
-    /// Compacted topic where sluice stores each pipeline's binlog position (key: the
+    /// Compacted topic where sluice stores the pipeline's binlog position (key: the
     /// pipeline name), written in the same transaction as the events.
-    /// Default: `"_sluice_offsets"`.
-    #[serde(default = "default_offsets_topic")]
-    pub offsets_topic: String,
+    /// Default: `"_sluice_offsets.<name>"`, a topic of the pipeline's own (see
+    /// [`Config::offsets_topic`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub offsets_topic: Option<String>,
     /// Topic receiving one record per DDL statement on an included table (statement, table,
     /// shape before and after), written in the same Kafka transaction as the offset past it.
     /// Default: `"<name>.schema-changes"`.
@@ -565,9 +568,9 @@ pub struct KafkaConfig {
     /// Compacted topic holding each included table's latest known shape (key
     /// `<name>/<db>.<table>`), written in the same Kafka transaction as the data and offset,
     /// so the history never disagrees with the committed position. Default:
-    /// `"_sluice_schema_history"`.
-    #[serde(default = "default_schema_history_topic")]
-    pub schema_history_topic: String,
+    /// `"_sluice_schema_history.<name>"` (see [`Config::schema_history_topic`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub schema_history_topic: Option<String>,
     /// Dead-letter topic for rows that cannot be written to their own topic under
     /// `on_schema_change = "dlq"`. Default: `"<name>.dlq"`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -727,12 +730,6 @@ fn default_reconnect_backoff_min_ms() -> u64 {
 }
 fn default_reconnect_backoff_max_ms() -> u64 {
     30_000
-}
-fn default_offsets_topic() -> String {
-    "_sluice_offsets".to_string()
-}
-fn default_schema_history_topic() -> String {
-    "_sluice_schema_history".to_string()
 }
 fn default_partitions() -> i32 {
     1
@@ -896,6 +893,25 @@ impl Config {
             .unwrap_or_else(|| format!("{}.dlq", self.name))
     }
 
+    /// The offsets topic: `kafka.offsets_topic`, or `_sluice_offsets.<name>`, the pipeline's
+    /// own (after fencing nobody else writes there, so no other producer's open transaction
+    /// can hold back its reading).
+    pub fn offsets_topic(&self) -> String {
+        self.kafka
+            .offsets_topic
+            .clone()
+            .unwrap_or_else(|| topics::default_offsets_topic(&self.name))
+    }
+
+    /// The schema-history topic: `kafka.schema_history_topic`, or
+    /// `_sluice_schema_history.<name>`.
+    pub fn schema_history_topic(&self) -> String {
+        self.kafka
+            .schema_history_topic
+            .clone()
+            .unwrap_or_else(|| topics::default_schema_history_topic(&self.name))
+    }
+
     /// Key of this pipeline's records in `kafka.offsets_topic`: the name.
     pub fn offset_key(&self) -> &str {
         &self.name
@@ -906,6 +922,8 @@ impl Config {
     pub fn redacted_json(&self) -> serde_json::Value {
         let mut effective = self.clone();
         effective.routes = self.effective_routes();
+        effective.kafka.offsets_topic = Some(self.offsets_topic());
+        effective.kafka.schema_history_topic = Some(self.schema_history_topic());
         serde_json::to_value(&effective).unwrap_or_else(
             |e| serde_json::json!({ "error": format!("cannot serialize configuration: {e}") }),
         )
@@ -1103,21 +1121,28 @@ impl Config {
                 "set kafka.bootstrap_servers, e.g. \"127.0.0.1:9092\"",
             ));
         }
-        if !route::is_valid_topic_name(&k.offsets_topic) {
+        if let Some(t) = k
+            .offsets_topic
+            .as_ref()
+            .filter(|t| !route::is_valid_topic_name(t))
+        {
             problems.push(Problem::new(
                 "kafka.offsets_topic",
-                format!("{:?}", k.offsets_topic),
+                format!("{t:?}"),
                 "a legal Kafka topic name: 1 to 249 characters from [a-zA-Z0-9._-], not `.` or `..`",
-                "set kafka.offsets_topic, e.g. \"_sluice_offsets\" (the default)",
+                format!(
+                    "set kafka.offsets_topic to a legal topic name or remove it for the \
+                     default \"{}\"",
+                    topics::default_offsets_topic(&self.name)
+                ),
             ));
         }
-        // The defaults derive from `name`, which is checked on its own.
+        topics::validate_derived(self, problems);
+        let offsets_topic = self.offsets_topic();
+        // The other defaults derive from `name`, which is checked on its own.
         let own_topics = [
             ("kafka.schema_changes_topic", k.schema_changes_topic.clone()),
-            (
-                "kafka.schema_history_topic",
-                Some(k.schema_history_topic.clone()),
-            ),
+            ("kafka.schema_history_topic", k.schema_history_topic.clone()),
             ("kafka.dlq_topic", k.dlq_topic.clone()),
         ];
         let own_topics = own_topics
@@ -1131,7 +1156,7 @@ impl Config {
                     "a legal Kafka topic name: 1 to 249 characters from [a-zA-Z0-9._-], not `.` or `..`",
                     format!("set {path} to a legal topic name or remove it for the default"),
                 ));
-            } else if topic == k.offsets_topic {
+            } else if topic == offsets_topic {
                 problems.push(Problem::new(
                     path,
                     format!("{topic:?}, which is also kafka.offsets_topic"),

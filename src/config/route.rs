@@ -138,7 +138,7 @@ impl Router {
             include: include?,
             exclude: exclude?,
             include_system_schemas: config.source.include_system_schemas,
-            offsets_topic: config.kafka.offsets_topic.clone(),
+            offsets_topic: config.offsets_topic(),
             routes,
         })
     }
@@ -200,6 +200,26 @@ impl Router {
             }));
         }
         Ok(None)
+    }
+
+    /// The names the routes' templates can expand to, as one set of whole-name patterns
+    /// (each `$N`, `${db}` and `${table}` standing for any text): the topics this pipeline
+    /// may have written to.
+    pub fn topic_patterns(&self) -> RegexSet {
+        let patterns = self.routes.iter().map(|route| {
+            let mut pattern = String::from("^");
+            for part in &route.template {
+                match part {
+                    Part::Literal(s) => pattern.push_str(&regex::escape(s)),
+                    Part::Group(_) => pattern.push_str(".*"),
+                    Part::Db | Part::Table => pattern.push_str(".+"),
+                }
+            }
+            pattern.push('$');
+            pattern
+        });
+        // Escaped literals and `.*` / `.+` always compile.
+        RegexSet::new(patterns).unwrap_or_else(|_| RegexSet::empty())
     }
 
     /// [`Router::route`] for tables that [`Router::table_included`] accepts; `Ok(None)`

@@ -162,7 +162,9 @@ fn defaults() {
         (5000, 10000, 200, 30000, 0)
     );
     let k = &c.kafka;
-    assert_eq!(k.offsets_topic, "_sluice_offsets");
+    assert_eq!((&k.offsets_topic, &k.schema_history_topic), (&None, &None));
+    assert_eq!(c.offsets_topic(), "_sluice_offsets.shop");
+    assert_eq!(c.schema_history_topic(), "_sluice_schema_history.shop");
     assert_eq!((k.partitions, k.replication_factor), (1, -1));
     assert!(k.topic_config.is_empty() && k.properties.is_empty());
     assert_eq!(
@@ -574,7 +576,9 @@ fn expanded_topics_are_validated() {
     assert!(r.route("db", &long).is_err());
     assert!(r.route("db", "ok_name-1").unwrap().is_some());
     // A data topic may not be the offsets topic.
-    let r = router(&with("[[route]]\nmatch = '.*'\ntopic = '_sluice_offsets'"));
+    let r = router(&with(
+        "[[route]]\nmatch = '.*'\ntopic = '_sluice_offsets.shop'",
+    ));
     let e = r.route("a", "b").unwrap_err().to_string();
     assert!(e.contains("offsets_topic"), "{e}");
 }
@@ -626,7 +630,8 @@ fn env_overrides_apply() {
     assert!(c.source.include_system_schemas);
     assert_eq!(c.source.heartbeat_ms, 1000);
     assert_eq!(c.kafka.bootstrap_servers, "k1:9092,k2:9092");
-    assert_eq!(c.kafka.offsets_topic, "offs");
+    assert_eq!(c.kafka.offsets_topic.as_deref(), Some("offs"));
+    assert_eq!(c.offsets_topic(), "offs");
     assert_eq!(c.kafka.replication_factor, 3);
     assert_eq!(c.kafka.properties["sasl.password"], "pw");
     assert_eq!(c.kafka.topic_config["cleanup.policy"], "compact");
@@ -732,6 +737,8 @@ fn env_table_covers_every_scalar_field() {
     let mut c = parse(FULL).unwrap();
     // Optional fields (commented out in full.toml) have variables too.
     c.kafka.schema_changes_topic = Some("shop.schema-changes".into());
+    c.kafka.offsets_topic = Some("_sluice_offsets.shop".into());
+    c.kafka.schema_history_topic = Some("_sluice_schema_history.shop".into());
     c.kafka.dlq_topic = Some("shop.dlq".into());
     c.snapshot.signal_table = Some("ops.sluice_signal".into());
     let tree = toml::Value::try_from(&c).unwrap();
@@ -1604,4 +1611,56 @@ fn api_token_is_redacted() {
     .unwrap_err()
     .to_string();
     assert!(e.contains("api.token") && !e.contains(PASSWORD), "{e}");
+}
+
+// ---------------------------------------------------------------- own topics
+
+#[test]
+fn offsets_and_history_topics_are_per_pipeline_by_default() {
+    let a = parse(&MINIMAL.replace("\"shop\"", "\"a.b-c_1\"")).unwrap();
+    assert_eq!(a.offsets_topic(), "_sluice_offsets.a.b-c_1");
+    assert_eq!(a.schema_history_topic(), "_sluice_schema_history.a.b-c_1");
+    // The longest legal name gives legal topic names.
+    let long = "n".repeat(100);
+    let c = parse(&MINIMAL.replace("\"shop\"", &format!("\"{long}\""))).unwrap();
+    assert!(route::is_valid_topic_name(&c.schema_history_topic()));
+    // Explicit settings win, the other default stays per pipeline.
+    let c = parse(&with_kafka("offsets_topic = \"offs\"")).unwrap();
+    assert_eq!(c.offsets_topic(), "offs");
+    assert_eq!(c.schema_history_topic(), "_sluice_schema_history.shop");
+    let c = parse(&with_kafka("schema_history_topic = \"hist\"")).unwrap();
+    assert_eq!(c.offsets_topic(), "_sluice_offsets.shop");
+    assert_eq!(c.schema_history_topic(), "hist");
+    // The effective configuration shows the derived names.
+    let j = parse(MINIMAL).unwrap().redacted_json();
+    assert_eq!(j["kafka"]["offsets_topic"], "_sluice_offsets.shop");
+    assert_eq!(
+        j["kafka"]["schema_history_topic"],
+        "_sluice_schema_history.shop"
+    );
+}
+
+#[test]
+fn a_name_that_makes_illegal_default_topics_is_refused_naming_the_settings() {
+    let e = err(&MINIMAL.replace("\"shop\"", "\"a/b\""));
+    assert!(e.contains("_sluice_offsets.a/b"), "{e}");
+    assert!(e.contains("_sluice_schema_history.a/b"), "{e}");
+    assert!(
+        e.contains("kafka.offsets_topic") && e.contains("kafka.schema_history_topic"),
+        "{e}"
+    );
+    // With both topics set, only the name's own rule remains.
+    let e = err(&MINIMAL.replace("\"shop\"", "\"a/b\"").replace(
+        "bootstrap_servers = \"127.0.0.1:9092\"",
+        "bootstrap_servers = \"127.0.0.1:9092\"\noffsets_topic = \"o\"\nschema_history_topic = \"h\"",
+    ));
+    assert!(!e.contains("_sluice_offsets"), "{e}");
+    // A schema-history topic equal to the derived offsets topic is refused.
+    let e = err(&with_kafka(
+        "schema_history_topic = \"_sluice_offsets.shop\"",
+    ));
+    assert!(
+        e.contains("kafka.schema_history_topic") && e.contains("also kafka.offsets_topic"),
+        "{e}"
+    );
 }

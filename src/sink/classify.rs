@@ -30,7 +30,20 @@ pub fn definite_hint(code: RDKafkaErrorCode) -> Option<&'static str> {
              (and the broker's `message.max.bytes`) or `[kafka.properties] message.max.bytes`"
         }
         RDKafkaErrorCode::TopicAuthorizationFailed => {
-            "not authorized to write the topic: grant WRITE and DESCRIBE on it to sluice's principal"
+            "not authorized on the topic: grant the ACLs WRITE and DESCRIBE on the data, \
+             offsets and schema-history topics, and READ on the offsets and schema-history \
+             topics, to sluice's principal (`kafka-acls.sh --add --allow-principal User:<sluice> \
+             --operation Write --operation Describe --operation Read --topic <topic>`)"
+        }
+        RDKafkaErrorCode::GroupAuthorizationFailed => {
+            "not authorized on the consumer group: reading the committed offset needs READ on \
+             the groups `sluice-offsets-reader-<name>` and `sluice-claim-watch-<name>` \
+             (`kafka-acls.sh --add --allow-principal User:<sluice> --operation Read --group \
+             sluice- --resource-pattern-type prefixed`)"
+        }
+        RDKafkaErrorCode::PolicyViolation => {
+            "the broker's policy refused the request (e.g. `create.topic.policy.class.name` or \
+             `alter.config.policy.class.name`): create or configure the topic as the policy allows"
         }
         RDKafkaErrorCode::TransactionalIdAuthorizationFailed => {
             "not authorized to use the transactional id: grant WRITE and DESCRIBE on \
@@ -115,6 +128,36 @@ mod tests {
         );
         assert_eq!(e.kind(), ErrorKind::Definite);
         assert!(e.to_string().contains("max.message.bytes"));
+    }
+
+    #[test]
+    fn authorization_and_policy_errors_are_definite_and_name_the_acl() {
+        for (code, needle) in [
+            (
+                RDKafkaErrorCode::TopicAuthorizationFailed,
+                "--operation Write",
+            ),
+            (
+                RDKafkaErrorCode::GroupAuthorizationFailed,
+                "sluice-offsets-reader-",
+            ),
+            (
+                RDKafkaErrorCode::TransactionalIdAuthorizationFailed,
+                "TransactionalId",
+            ),
+            (
+                RDKafkaErrorCode::ClusterAuthorizationFailed,
+                "IDEMPOTENT_WRITE",
+            ),
+            (
+                RDKafkaErrorCode::PolicyViolation,
+                "create.topic.policy.class.name",
+            ),
+        ] {
+            let e = classify("read", &KafkaError::MessageConsumption(code));
+            assert_eq!(e.kind(), ErrorKind::Definite, "{code:?}");
+            assert!(e.to_string().contains(needle), "{code:?}: {e}");
+        }
     }
 
     #[test]

@@ -20,9 +20,14 @@
 //!
 //! All librdkafka calls run on this module's own OS thread, never on the async executor.
 
+pub mod claim;
 pub mod classify;
 pub mod offsets;
+pub mod past;
 pub mod producer;
+pub mod reader;
+pub mod schema_ids;
+mod state;
 pub mod topics;
 
 use std::collections::HashMap;
@@ -36,7 +41,7 @@ use tokio::sync::{mpsc, oneshot};
 
 use crate::config::Delivery;
 use crate::config::{Format, OnSchemaChange};
-use crate::encode::avro::{AvroEncoder, AvroTable, SchemaIds};
+use crate::encode::avro::{AvroEncoder, SchemaIds};
 use crate::encode::json::{JsonEncoder, Record};
 use crate::error::{Error, Result};
 use crate::metrics;
@@ -58,6 +63,14 @@ pub struct SinkSettings {
     pub delivery: Delivery,
     /// Compacted single-partition offsets topic.
     pub offsets_topic: String,
+    /// The shared offsets topic to move this pipeline's committed offset from, once, when its
+    /// own topic holds none (`None` when `kafka.offsets_topic` is set).
+    pub shared_offsets_topic: Option<String>,
+    /// The shared schema-history topic moved from with it (`None` when
+    /// `kafka.schema_history_topic` is set).
+    pub shared_history_topic: Option<String>,
+    /// How long reading the committed state may wait for a foreign open transaction.
+    pub read_timeout: Duration,
     /// One record per DDL on an included table (single partition, in binlog order).
     pub schema_changes_topic: String,
     /// Compacted single-partition topic of each included table's latest shape.
@@ -95,6 +108,9 @@ pub struct SinkStats {
     pub commit_micros_total: AtomicU64,
     /// Source commit time of the last committed position, ms since the epoch.
     pub last_source_ts_ms: AtomicU64,
+    /// When the pipeline last recovered from a transaction the coordinator aborted by timeout
+    /// (see [`claim`]); shared by the attempts of one process.
+    pub last_timeout_recovery: std::sync::Mutex<Option<Instant>>,
 }
 
 /// What the sink read after fencing: the committed offset and the schema history that was
@@ -162,7 +178,10 @@ fn run(
             });
         }
     };
-    let result = sink.consume(rx, &rt);
+    let result = match sink.consume(rx, &rt) {
+        Err(Error::Fenced(msg)) => sink.resolve_fence(msg),
+        other => other,
+    };
     match &result {
         Ok(()) => {}
         Err(Error::Fenced(_)) => {} // never touch a fenced producer's transaction
@@ -179,9 +198,9 @@ struct Sink {
     encoder: JsonEncoder,
     avro: AvroEncoder,
     registry: Option<BlockingRegistry>,
-    /// Registered schema ids per Avro table version (keyed by the `AvroTable`'s address, which
-    /// the kept `Arc` pins), or why the registry refused it (`on_schema_change = "dlq"`).
-    avro_ids: HashMap<usize, (Arc<AvroTable>, std::result::Result<SchemaIds, String>)>,
+    /// Registered schema ids per Avro table version, or why the registry refused it
+    /// (`on_schema_change = "dlq"`); bounded.
+    avro_ids: schema_ids::SchemaIdCache,
     /// The shape last written per table, to name the changed columns when a new shape is
     /// refused.
     last_shape: HashMap<(String, String), Arc<TableCtx>>,
@@ -195,7 +214,8 @@ struct Sink {
     source_open: bool,
     meta: TxnMeta,
     total_order: u64,
-    table_order: HashMap<usize, u64>,
+    /// Rows written per `db.table` in the open source transaction (`data_collection_order`).
+    table_order: HashMap<String, u64>,
     /// Latest source boundary reached and not yet committed, with its source time.
     pending: Option<Checkpoint>,
     last_commit: Instant,
@@ -203,6 +223,9 @@ struct Sink {
     counts: TxnCounts,
     /// When the read position was last copied into the metrics.
     read_reported: Instant,
+    /// Offset in the offsets topic at or before this instance's claim record: where a fenced
+    /// instance looks for a newer owner's claim.
+    claim_from: i64,
 }
 
 /// What the open Kafka transaction holds, counted for the metrics.
@@ -261,6 +284,24 @@ fn op_label(kind: crate::source::rows::RowsKind) -> &'static str {
 }
 
 impl Sink {
+    /// Decides what a fence means (see [`claim`]): a takeover stays [`Error::Fenced`]; a
+    /// transaction the coordinator aborted by timeout becomes a transient error, so the next
+    /// attempt fences afresh and resumes from the committed offset.
+    fn resolve_fence(&mut self, msg: String) -> Result<()> {
+        if !self.exactly_once() {
+            return Err(Error::Fenced(msg));
+        }
+        let open_for = self.kafka_open.then(|| self.kafka_started.elapsed());
+        self.kafka_open = false;
+        Err(claim::resolve(
+            msg,
+            open_for,
+            &self.s,
+            self.claim_from,
+            &self.stats.last_timeout_recovery,
+        ))
+    }
+
     fn exactly_once(&self) -> bool {
         self.s.delivery == Delivery::ExactlyOnce
     }
@@ -275,6 +316,7 @@ impl Sink {
         topics.ensure_offsets_topic(&s.offsets_topic)?;
         topics.ensure_history_topic(&s.schema_history_topic)?;
         let eo = s.delivery == Delivery::ExactlyOnce;
+        let mut claim_from = 0;
         let producer = SinkProducer::create(
             &s.client,
             eo.then_some(s.transactional_id.as_str()),
@@ -287,18 +329,9 @@ impl Sink {
                 .init_transactions(Duration::from_secs(60))
                 .map_err(|e| classify::classify("init_transactions (fencing)", &e))?;
             tracing::info!(transactional_id = %s.transactional_id, "producer initialized; older instances fenced");
+            claim_from = claim::write(&producer, &s)?;
         }
-        let committed = offsets::read_committed_offset(
-            &s.client,
-            &s.offsets_topic,
-            &s.name,
-            Duration::from_secs(60),
-        )?;
-        let history = read_history(&s)?;
-        let committed = Committed {
-            offset: committed,
-            history,
-        };
+        let committed = state::read(&s, &topics, &producer)?;
         let registry = match &s.registry {
             Some(cfg) => Some(BlockingRegistry::new(
                 Arc::new(Registry::new(cfg)?),
@@ -310,7 +343,7 @@ impl Sink {
             encoder: JsonEncoder::new(&s.name),
             avro: AvroEncoder::new(&s.name),
             registry,
-            avro_ids: HashMap::new(),
+            avro_ids: schema_ids::SchemaIdCache::default(),
             last_shape: HashMap::new(),
             producer,
             topics,
@@ -327,6 +360,7 @@ impl Sink {
             last_commit: Instant::now(),
             counts: TxnCounts::default(),
             read_reported: Instant::now(),
+            claim_from,
             s,
         };
         Ok((sink, committed))
@@ -475,14 +509,21 @@ impl Sink {
         if dlq_reason.is_some() {
             self.topics.ensure_data_topic(&self.s.dlq_topic)?;
         }
-        let table_key = Arc::as_ptr(table) as *const () as usize;
         let (mut written, mut dead, mut bytes) = (0u64, 0u64, 0u64);
         for (i, row) in rows.iter().enumerate() {
             self.records.clear();
             self.total_order += 1;
-            let dc = self.table_order.entry(table_key).or_insert(0);
-            *dc += 1;
-            let order = (self.total_order, *dc);
+            let dc = match self.table_order.get_mut(table.label.as_str()) {
+                Some(n) => {
+                    *n += 1;
+                    *n
+                }
+                None => {
+                    self.table_order.insert(table.label.clone(), 1);
+                    1
+                }
+            };
+            let order = (self.total_order, dc);
             let at = |e: Error| {
                 e.context(format!(
                     "writing {}.{} (binlog {}:{pos})",
@@ -558,8 +599,7 @@ impl Sink {
                 table.schema.db, table.schema.table
             )));
         };
-        let addr = Arc::as_ptr(&avro) as usize;
-        if let Some((_, ids)) = self.avro_ids.get(&addr) {
+        if let Some(ids) = self.avro_ids.get(&table.label, &table.route.topic, &avro) {
             return Ok(ids.clone());
         }
         let Some(registry) = &self.registry else {
@@ -631,7 +671,8 @@ impl Sink {
         if outcome.is_ok() {
             self.last_shape.insert(table_name, table.clone());
         }
-        self.avro_ids.insert(addr, (avro, outcome.clone()));
+        self.avro_ids
+            .insert(&table.label, &table.route.topic, &avro, outcome.clone());
         Ok(outcome)
     }
 
@@ -898,27 +939,6 @@ pub fn describe_shape_change(
 /// Key of a table's record in the schema-history topic: `<pipeline>/<db>.<table>`.
 pub fn history_key(pipeline: &str, db: &str, table: &str) -> String {
     format!("{pipeline}/{db}.{table}")
-}
-
-/// Reads this pipeline's committed schema history (after fencing, so it matches the
-/// committed offset). The key's `<db>.<table>` part is split at the first dot: database
-/// names cannot contain one unquoted, and the JSON value names both parts exactly anyway.
-fn read_history(s: &SinkSettings) -> Result<Vec<HistoryEntry>> {
-    let prefix = format!("{}/", s.name);
-    let latest = offsets::read_committed_latest(
-        &s.client,
-        &s.schema_history_topic,
-        &format!("sluice-history-reader-{}", s.name),
-        |k| k.starts_with(prefix.as_bytes()),
-        Duration::from_secs(60),
-    )?;
-    let mut out = Vec::with_capacity(latest.len());
-    for (key, value) in latest {
-        let key = String::from_utf8_lossy(&key[prefix.len()..]).into_owned();
-        let (db, table) = key.split_once('.').unwrap_or((key.as_str(), ""));
-        out.push(((db.to_string(), table.to_string()), value));
-    }
-    Ok(out)
 }
 
 /// `sluice offsets set`: fences any running instance (same transactional id), then commits an

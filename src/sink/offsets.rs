@@ -4,20 +4,18 @@
 //! Invariant: an offset record is only ever written inside the same Kafka transaction as the
 //! data it covers (exactly-once), or after that data was acknowledged (at-least-once). It is
 //! read back with a `read_committed` consumer *after* `init_transactions` has fenced older
-//! producers and aborted their open transaction, so the value read is exactly the position of
-//! the last committed data — never of data that a crashed instance left uncommitted.
+//! producers and aborted their open transaction, up to the high watermark taken then
+//! ([`reader`]), so the value read is exactly the position of the last committed data — never
+//! of data that a crashed instance left uncommitted, and never an older one that a foreign
+//! open transaction still hides.
 
 use std::collections::BTreeMap;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use rdkafka::client::ClientContext;
 use rdkafka::config::ClientConfig;
-use rdkafka::consumer::{BaseConsumer, Consumer, ConsumerContext};
-use rdkafka::error::{KafkaError, RDKafkaErrorCode};
-use rdkafka::message::Message;
-use rdkafka::{Offset, TopicPartitionList};
 use serde::{Deserialize, Serialize};
 
+use super::reader::{self, Until};
 use crate::error::{Error, Result};
 use crate::position::SourcePosition;
 
@@ -41,6 +39,10 @@ pub struct OffsetRecord {
     /// Who wrote it: `pipeline` for normal operation, `operator` for `sluice offsets set`.
     #[serde(default = "default_writer")]
     pub written_by: String,
+    /// Instance id of the writing process ([`crate::sink::claim::instance_id`]); empty in
+    /// records of versions before claims.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub instance: String,
     /// Prepared, not yet committed XA transactions before `position` (xid → `file:pos` of the
     /// prepared group), so their rows can be read again at `XA COMMIT` after a restart.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
@@ -64,6 +66,7 @@ impl OffsetRecord {
             source_ts_ms,
             committed_at_ms: now_ms(),
             written_by: default_writer(),
+            instance: crate::sink::claim::instance_id().to_string(),
             xa_prepared: BTreeMap::new(),
             snapshot: None,
         }
@@ -94,19 +97,6 @@ impl OffsetRecord {
     }
 }
 
-/// Consumer context that treats end-of-partition as the normal event it is here.
-struct ReaderContext;
-
-impl ClientContext for ReaderContext {
-    fn error(&self, error: KafkaError, reason: &str) {
-        if error.rdkafka_error_code() != Some(RDKafkaErrorCode::PartitionEOF) {
-            tracing::warn!(%error, reason, "offsets reader error");
-        }
-    }
-}
-
-impl ConsumerContext for ReaderContext {}
-
 /// Milliseconds since the Unix epoch.
 pub fn now_ms() -> u64 {
     std::time::SystemTime::now()
@@ -116,137 +106,26 @@ pub fn now_ms() -> u64 {
 }
 
 /// Reads the last committed offset record of `pipeline` from `topic` with a `read_committed`
-/// consumer. Blocking: call it from a blocking thread, after `init_transactions`.
+/// consumer (see [`reader`] for what `until` means). Blocking: call it from a blocking thread;
+/// with [`Until::CapturedHigh`], after `init_transactions`.
 pub fn read_committed_offset(
     base: &ClientConfig,
     topic: &str,
     pipeline: &str,
+    until: Until,
     timeout: Duration,
 ) -> Result<Option<OffsetRecord>> {
-    let latest = read_committed_latest(
+    let latest = reader::read_committed_latest(
         base,
         topic,
         &format!("sluice-offsets-reader-{pipeline}"),
         |key| key == pipeline.as_bytes(),
+        until,
         timeout,
     )?;
     match latest.get(pipeline.as_bytes()) {
         Some(bytes) => Ok(Some(OffsetRecord::from_bytes(bytes)?)),
         None => Ok(None),
-    }
-}
-
-/// Reads the latest committed value of every key accepted by `accept` from the
-/// single-partition compacted `topic` (a tombstone removes the key), with a `read_committed`
-/// consumer. Blocking: call it from a blocking thread, after `init_transactions`.
-///
-/// The topic may be shared by several pipelines, whose open transactions hold back the
-/// last stable offset (LSO), so "end of partition" may never come. The reader therefore takes
-/// the high watermark *before* reading: every record of this pipeline is below it. It reads
-/// until it has passed that mark, or until the LSO has passed it (every record below the mark
-/// is decided) and nothing more arrived for a short while.
-pub fn read_committed_latest(
-    base: &ClientConfig,
-    topic: &str,
-    group: &str,
-    accept: impl Fn(&[u8]) -> bool,
-    timeout: Duration,
-) -> Result<std::collections::BTreeMap<Vec<u8>, Vec<u8>>> {
-    let mut latest = std::collections::BTreeMap::new();
-    let mut cfg = base.clone();
-    cfg.set("group.id", group)
-        .set("enable.auto.commit", "false")
-        .set("enable.auto.offset.store", "false")
-        .set("enable.partition.eof", "true")
-        .set("fetch.wait.max.ms", "100")
-        .set("auto.offset.reset", "earliest");
-    let create = |isolation: &str| -> Result<BaseConsumer<ReaderContext>> {
-        let mut c = cfg.clone();
-        c.set("isolation.level", isolation);
-        c.create_with_context(ReaderContext)
-            .map_err(|e| Error::definite(format!("cannot create a reader of `{topic}`: {e}")))
-    };
-    let probe = create("read_uncommitted")?;
-    let consumer = create("read_committed")?;
-    let watermark = |c: &BaseConsumer<ReaderContext>| -> Result<Option<i64>> {
-        match c.fetch_watermarks(topic, 0, Duration::from_secs(10)) {
-            Ok((_, high)) => Ok(Some(high)),
-            Err(e)
-                if matches!(
-                    e.rdkafka_error_code(),
-                    Some(
-                        RDKafkaErrorCode::UnknownTopicOrPartition
-                            | RDKafkaErrorCode::UnknownPartition
-                    )
-                ) =>
-            {
-                Ok(None)
-            }
-            Err(e) => Err(Error::transient(format!(
-                "reading the end of `{topic}`: {e}"
-            ))),
-        }
-    };
-    let Some(high) = watermark(&probe)? else {
-        return Ok(latest);
-    };
-    if high <= 0 {
-        return Ok(latest);
-    }
-    let mut tpl = TopicPartitionList::new();
-    tpl.add_partition_offset(topic, 0, Offset::Beginning)
-        .map_err(|e| Error::definite(format!("topic `{topic}`: {e}")))?;
-    consumer
-        .assign(&tpl)
-        .map_err(|e| Error::transient(format!("assigning topic `{topic}`: {e}")))?;
-
-    let deadline = Instant::now() + timeout;
-    let mut decided_since: Option<Instant> = None;
-    let mut last_check = Instant::now();
-    loop {
-        if Instant::now() > deadline {
-            return Err(Error::transient(format!(
-                "timed out reading committed records from `{topic}` after {timeout:?} \
-                 (a transaction on the topic stayed open)"
-            )));
-        }
-        match consumer.poll(Duration::from_millis(100)) {
-            Some(Ok(msg)) => {
-                let next = msg.offset() + 1;
-                if let Some(key) = msg.key().filter(|k| accept(k)) {
-                    match msg.payload() {
-                        // A tombstone removes the key (e.g. an operator's offset reset).
-                        None => {
-                            latest.remove(key);
-                        }
-                        Some(p) => {
-                            latest.insert(key.to_vec(), p.to_vec());
-                        }
-                    }
-                }
-                if next >= high {
-                    return Ok(latest);
-                }
-                decided_since = None;
-            }
-            Some(Err(KafkaError::PartitionEOF(_))) => return Ok(latest),
-            Some(Err(e)) => return Err(Error::transient(format!("reading `{topic}`: {e}"))),
-            None => {
-                if let Some(since) = decided_since {
-                    if since.elapsed() > Duration::from_millis(1000) {
-                        return Ok(latest);
-                    }
-                } else if last_check.elapsed() > Duration::from_millis(300) {
-                    last_check = Instant::now();
-                    // With read_committed the reported end is the last stable offset.
-                    if let Some(lso) = watermark(&consumer)? {
-                        if lso >= high {
-                            decided_since = Some(Instant::now());
-                        }
-                    }
-                }
-            }
-        }
     }
 }
 

@@ -133,7 +133,16 @@ impl Topics {
                     return Err(match code {
                         RDKafkaErrorCode::TopicAuthorizationFailed
                         | RDKafkaErrorCode::ClusterAuthorizationFailed => Error::definite(format!(
-                            "{msg}; grant CREATE to sluice's principal or create the topic beforehand"
+                            "{msg}; sluice's principal may not create it: grant the ACL CREATE on \
+                             Topic `{name}` (or on the Cluster), e.g. `kafka-acls.sh --add \
+                             --allow-principal User:<sluice> --operation Create --topic {name}`, \
+                             or create the topic beforehand"
+                        )),
+                        RDKafkaErrorCode::PolicyViolation => Error::definite(format!(
+                            "{msg}; the broker's topic creation policy \
+                             (`create.topic.policy.class.name`) refused it: create the topic \
+                             beforehand as the policy allows, or change `[kafka] partitions`, \
+                             `replication_factor` and `topic_config` to fit the policy"
                         )),
                         RDKafkaErrorCode::InvalidReplicationFactor
                         | RDKafkaErrorCode::InvalidPartitions

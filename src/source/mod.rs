@@ -1,6 +1,7 @@
 //! The binlog source: server access, preflight checks, event parsing, row decoding and the
 //! streaming stage that assembles whole source transactions.
 
+pub mod binlog_errors;
 pub mod events;
 #[cfg(test)]
 pub mod fixtures;

@@ -33,6 +33,7 @@ use crate::schema::tracked::{
 };
 use crate::schema::{SchemaError, ServerFlavor, TableSchema};
 use crate::snapshot::coordinator::Snapshotter;
+use crate::source::binlog_errors;
 use crate::source::events::{self, types, QueryKind, XaStatement};
 use crate::source::payload::PayloadReader;
 use crate::source::replication::{self, Replication};
@@ -394,6 +395,9 @@ pub struct Assembler {
     replay: Option<XaReplay>,
     /// This assembler reads a prepared XA group again: emit its rows, stop at XA_PREPARE.
     replay_mode: bool,
+    /// Replay mode: the xid of the prepared group read again; the group's XA_PREPARE must
+    /// carry it (after a failover, the recorded file:pos is of another server's binlog).
+    replay_xid: String,
     /// In replay mode: the group's XA_PREPARE was reached.
     replay_done: bool,
     /// Tracked definitions of included tables: from the committed schema history, from
@@ -437,6 +441,7 @@ impl Assembler {
             rows_buf: Vec::new(),
             replay: None,
             replay_mode: false,
+            replay_xid: String::new(),
             replay_done: false,
             defs: HashMap::new(),
             lost: HashMap::new(),
@@ -445,7 +450,7 @@ impl Assembler {
 
     /// An assembler that reads one prepared XA group again (from its start) and emits its
     /// rows; [`Assembler::replay_done`] turns true at the group's XA_PREPARE.
-    pub fn for_replay(flavor: Flavor, router: Arc<Router>, from: &FilePos) -> Self {
+    pub fn for_replay(flavor: Flavor, router: Arc<Router>, from: &FilePos, xid: &str) -> Self {
         let tracker = Tracker {
             file: from.file.clone(),
             pos: from.pos,
@@ -455,6 +460,7 @@ impl Assembler {
         };
         let mut a = Assembler::new(flavor, router, tracker, SkipSet::default());
         a.replay_mode = true;
+        a.replay_xid = xid.to_string();
         a
     }
 
@@ -716,6 +722,17 @@ impl Assembler {
                 let xp = events::parse_xa_prepare(data).map_err(|e| definite(e.to_string()))?;
                 self.advance(log_pos);
                 if self.replay_mode {
+                    if xp.xid != self.replay_xid {
+                        return Err(definite(format!(
+                            "reading the prepared XA transaction {} again from its recorded start \
+                             found, ending at {}:{}, the XA_PREPARE of {} instead: the binlog at that \
+                             position is not the one the offset was read from (a failover to \
+                             another server?). Nothing of it was written. Fix: point source.url \
+                             back at the server that prepared it, or, accepting the loss of its \
+                             rows, commit past it with `sluice offsets set --position <pos>`",
+                            self.replay_xid, self.tracker.file, self.tracker.pos, xp.xid
+                        )));
+                    }
                     self.txn = None;
                     self.replay_done = true;
                     return Ok(());
@@ -1596,9 +1613,13 @@ pub async fn run(
         }
     };
     tracing::info!(request = ?resume.request, "requesting the binlog stream");
-    conn.start_dump(&req)
-        .await
-        .map_err(|e| purged_or(mysql_error("requesting the binlog stream", &e), &resume))?;
+    conn.start_dump(&req).await.map_err(|e| {
+        binlog_errors::dump_error(
+            "requesting the binlog stream",
+            &e,
+            &format!("{:?}", resume.request),
+        )
+    })?;
     let mut stream = conn;
 
     let mut asm = Assembler::new(
@@ -1725,16 +1746,14 @@ pub async fn run(
                 )))
             }
             Ok(Err(e)) => {
-                return Err(purged_or(
-                    mysql_error(
-                        format!(
-                            "binlog stream at {}:{}",
-                            asm.tracker().file,
-                            asm.tracker().pos
-                        ),
-                        &e,
+                return Err(binlog_errors::dump_error(
+                    &format!(
+                        "binlog stream at {}:{}",
+                        asm.tracker().file,
+                        asm.tracker().pos
                     ),
-                    &resume,
+                    &e,
+                    &format!("{:?}", resume.request),
                 ))
             }
             Ok(Ok(Some(ev))) => ev,
@@ -1960,7 +1979,7 @@ async fn replay_xa(
             &e,
         )
     })?;
-    let mut asm = Assembler::for_replay(info.flavor, settings.router.clone(), &r.from);
+    let mut asm = Assembler::for_replay(info.flavor, settings.router.clone(), &r.from, &r.xid);
     asm.set_defs(defs);
     let mut out = Vec::new();
     let mut sent_begin = false;
@@ -1992,27 +2011,6 @@ async fn replay_xa(
         "prepared XA transaction {} at {} ended without its XA_PREPARE event",
         r.xid, r.from
     )))
-}
-
-/// Turns the server's "purged / not found" replies into an operator message.
-fn purged_or(err: Error, resume: &ResumePoint) -> Error {
-    let text = err.to_string();
-    let purged = text.contains("1236")
-        || text.contains("purged")
-        || text.contains("Could not find first log")
-        || text.contains("could not find");
-    if purged {
-        Error::definite(format!(
-            "the source no longer has the binlog at the resume position ({:?}): it was purged \
-             or never existed ({text}). Data between the committed offset and the oldest binlog \
-             is gone from the binlog; take a new snapshot of the tables or move the pipeline \
-             with `sluice offsets set --position <pos>` (e.g. the output of SHOW BINARY LOGS), \
-             and raise binlog retention (`binlog_expire_logs_seconds`)",
-            resume.request
-        ))
-    } else {
-        err
-    }
 }
 
 #[cfg(test)]

@@ -7,6 +7,7 @@
 #![allow(dead_code)]
 
 pub mod forward;
+pub mod kafka_proxy;
 pub mod matrix;
 
 use std::collections::HashMap;

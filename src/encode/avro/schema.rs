@@ -474,3 +474,20 @@ fn type_json(s: &mut String, col: &ColPlan, ns: &str, defined: &mut HashSet<Stri
         ),
     }
 }
+
+#[cfg(test)]
+impl AvroTable {
+    /// A table version with these schemas and no columns, for tests of what caches them.
+    pub fn for_tests(key: Option<AvroDoc>, value: AvroDoc) -> AvroTable {
+        AvroTable {
+            key,
+            value,
+            namespace: "t".into(),
+            columns: Vec::new(),
+            key_idx: Vec::new(),
+            db: Vec::new(),
+            table: Vec::new(),
+            qualified: "db.t".into(),
+        }
+    }
+}

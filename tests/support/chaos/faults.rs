@@ -1,0 +1,323 @@
+//! The fault kinds, how each is done to a running pipeline, and how recovery is measured:
+//! from the end of the fault until sluice has committed the source position the server had
+//! at that moment (`GET /status` `committed_position` contains it).
+#![allow(dead_code)]
+
+use std::time::{Duration, Instant};
+
+use rand::rngs::StdRng;
+use rand::Rng;
+
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+
+use super::db_proxy::DbProxy;
+use super::supervisor::Supervisor;
+use super::workload::Progress;
+use super::{status, ServiceGuard, TXN_TIMEOUT_MS};
+use crate::support::kafka_proxy::{api, KafkaProxy};
+use crate::support::Flavor;
+
+/// A kind of fault.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Kind {
+    /// Every connection of sluice to the database closed at once (proxy).
+    DbReset,
+    /// The database link blackholed for 5–10 s (proxy pause, both directions).
+    DbBlackhole,
+    /// The database link throttled to 2–32 KiB/s in uneven small writes for 5–10 s.
+    DbThrottle,
+    /// Every connection of sluice to Kafka closed at once (proxy).
+    KafkaReset,
+    /// The Kafka link blackholed for 5–10 s.
+    KafkaBlackhole,
+    /// A commit's EndTxn held past `kafka.transaction_timeout_ms` (the coordinator aborts
+    /// the transaction and bumps the epoch), then let through.
+    EndTxnHold,
+    /// SIGKILL of sluice; the supervisor starts it again.
+    SigKill,
+    /// SIGSTOP of sluice for 2–8 s, then SIGCONT.
+    SigStop,
+    /// The Kafka broker stopped and started again (`scripts/services stop/start kafka`).
+    KafkaRestart,
+    /// The database server stopped and started again (the scratch instance).
+    DbRestart,
+}
+
+impl Kind {
+    /// Every kind, in report order.
+    pub const ALL: [Kind; 10] = [
+        Kind::DbReset,
+        Kind::DbBlackhole,
+        Kind::DbThrottle,
+        Kind::KafkaReset,
+        Kind::KafkaBlackhole,
+        Kind::EndTxnHold,
+        Kind::SigKill,
+        Kind::SigStop,
+        Kind::KafkaRestart,
+        Kind::DbRestart,
+    ];
+
+    /// The name used in `SLUICE_CHAOS_KINDS` and reports.
+    pub fn name(self) -> &'static str {
+        match self {
+            Kind::DbReset => "db_reset",
+            Kind::DbBlackhole => "db_blackhole",
+            Kind::DbThrottle => "db_throttle",
+            Kind::KafkaReset => "kafka_reset",
+            Kind::KafkaBlackhole => "kafka_blackhole",
+            Kind::EndTxnHold => "endtxn_hold",
+            Kind::SigKill => "sigkill",
+            Kind::SigStop => "sigstop",
+            Kind::KafkaRestart => "kafka_restart",
+            Kind::DbRestart => "db_restart",
+        }
+    }
+
+    /// The kind of a name.
+    pub fn parse(name: &str) -> Option<Kind> {
+        Kind::ALL.into_iter().find(|k| k.name() == name)
+    }
+
+    /// About how long one takes, recovery included (to pace the workload).
+    pub fn expected_secs(self) -> f64 {
+        match self {
+            Kind::DbReset | Kind::KafkaReset => 3.0,
+            Kind::DbBlackhole | Kind::DbThrottle | Kind::KafkaBlackhole => 11.0,
+            Kind::EndTxnHold => 12.0,
+            Kind::SigKill => 4.0,
+            Kind::SigStop => 8.0,
+            Kind::KafkaRestart => 50.0,
+            Kind::DbRestart => 18.0,
+        }
+    }
+}
+
+/// One fault as it happened.
+#[derive(Debug, Clone)]
+pub struct Fault {
+    /// Its kind.
+    pub kind: Kind,
+    /// When it started, since the run's start.
+    pub at: Duration,
+    /// How long it was in force.
+    pub active: Duration,
+    /// From its end until sluice had committed the source's position at that end; None
+    /// when that did not happen within the deadline (stuck).
+    pub recovery: Option<Duration>,
+    /// Details (durations, rates, what went wrong).
+    pub note: String,
+}
+
+/// What the faults are done to.
+pub struct Rig<'a> {
+    /// The flavour (its scratch instance).
+    pub flavor: Flavor,
+    /// sluice's database link.
+    pub db: &'a DbProxy,
+    /// sluice's Kafka link.
+    pub kafka: &'a KafkaProxy,
+    /// sluice.
+    pub sluice: &'a Supervisor,
+    /// Port of sluice's API.
+    pub api_port: u16,
+    /// The Kafka broker.
+    pub broker: ServiceGuard,
+    /// The database server.
+    pub server: ServiceGuard,
+    /// Random choices.
+    pub rng: StdRng,
+    /// The run's start.
+    pub started: Instant,
+    /// How long recovery may take before the pipeline counts as stuck.
+    pub recovery_deadline: Duration,
+    /// The workload's progress (recovery waits for a transaction after the fault).
+    pub progress: Arc<Progress>,
+}
+
+/// The server's executed GTID state (connecting afresh, retrying while it restarts).
+pub async fn gtid_now(flavor: Flavor, deadline: Duration) -> String {
+    let opts = mysql_async::OptsBuilder::default()
+        .ip_or_hostname("127.0.0.1")
+        .tcp_port(flavor.port)
+        .user(Some("root"))
+        .prefer_socket(false);
+    let started = Instant::now();
+    loop {
+        let attempt = async {
+            let mut c = mysql_async::Conn::new(opts.clone()).await?;
+            let g = flavor.gtid_executed(&mut c).await;
+            let _ = c.disconnect().await;
+            Ok::<String, mysql_async::Error>(g)
+        };
+        match attempt.await {
+            Ok(g) => return g,
+            Err(e) if started.elapsed() < deadline => {
+                let _ = e;
+                tokio::time::sleep(Duration::from_millis(200)).await;
+            }
+            Err(e) => panic!(
+                "cannot read the GTID state of 127.0.0.1:{} within {deadline:?}: {e}",
+                flavor.port
+            ),
+        }
+    }
+}
+
+/// Waits until sluice's committed position contains `target`; the time it took, or None
+/// after `deadline` (with the last status seen).
+pub fn wait_committed(
+    flavor: Flavor,
+    api_port: u16,
+    target: &str,
+    deadline: Duration,
+) -> Result<Duration, String> {
+    let started = Instant::now();
+    let mut last = None;
+    loop {
+        if let Some(st) = status(api_port) {
+            let committed = st["committed_position"].as_str().unwrap_or("");
+            if let Some(set) = committed.strip_prefix("gtid:") {
+                if flavor.gtid_contains(set, target) {
+                    return Ok(started.elapsed());
+                }
+            }
+            last = Some(st);
+        }
+        if started.elapsed() > deadline {
+            return Err(format!(
+                "not committed up to {target} within {deadline:?}; last status: {}",
+                last.map(|s| s.to_string())
+                    .unwrap_or_else(|| "the API never answered".into())
+            ));
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+fn blocking<T>(f: impl FnOnce() -> T) -> T {
+    tokio::task::block_in_place(f)
+}
+
+impl Rig<'_> {
+    fn ms(&mut self, lo: u64, hi: u64) -> Duration {
+        Duration::from_millis(self.rng.random_range(lo..=hi))
+    }
+
+    /// Does one fault of `kind`, then measures the recovery.
+    pub async fn run(&mut self, kind: Kind) -> Fault {
+        let at = self.started.elapsed();
+        let t0 = Instant::now();
+        let exits_before = self.sluice.exits().len();
+        let note = match kind {
+            Kind::DbReset => {
+                self.db.reset_all();
+                String::new()
+            }
+            Kind::DbBlackhole => {
+                let d = self.ms(5000, 10000);
+                self.db.pause();
+                tokio::time::sleep(d).await;
+                self.db.resume();
+                format!("{} ms", d.as_millis())
+            }
+            Kind::DbThrottle => {
+                let d = self.ms(5000, 10000);
+                let rate = self.rng.random_range(2048..=32768u64);
+                self.db.throttle(Some(rate));
+                tokio::time::sleep(d).await;
+                self.db.throttle(None);
+                format!("{} B/s for {} ms", rate, d.as_millis())
+            }
+            Kind::KafkaReset => {
+                self.kafka.reset_all();
+                String::new()
+            }
+            Kind::KafkaBlackhole => {
+                let d = self.ms(5000, 10000);
+                self.kafka.pause();
+                tokio::time::sleep(d).await;
+                self.kafka.resume();
+                format!("{} ms", d.as_millis())
+            }
+            Kind::EndTxnHold => {
+                self.kafka.hold(&[api::END_TXN]);
+                let held = blocking(|| self.kafka.wait_held(Duration::from_secs(30)));
+                let note = if held {
+                    // The coordinator aborts after the timeout, at its next cleanup run (1 s).
+                    tokio::time::sleep(Duration::from_millis(TXN_TIMEOUT_MS + 2500)).await;
+                    format!("EndTxn held {} ms", TXN_TIMEOUT_MS + 2500)
+                } else {
+                    "no EndTxn reached the proxy within 30 s (nothing to commit?)".into()
+                };
+                self.kafka.release();
+                note
+            }
+            Kind::SigKill => {
+                blocking(|| self.sluice.kill9(Duration::from_secs(30)));
+                String::new()
+            }
+            Kind::SigStop => {
+                let d = self.ms(2000, 8000);
+                match self.sluice.stop_signal() {
+                    Some(pid) => {
+                        tokio::time::sleep(d).await;
+                        self.sluice.cont(pid);
+                        format!("stopped {} ms", d.as_millis())
+                    }
+                    None => "no sluice process to stop".into(),
+                }
+            }
+            Kind::KafkaRestart | Kind::DbRestart => {
+                let d = self.ms(1000, 3000);
+                let guard = if kind == Kind::KafkaRestart {
+                    &mut self.broker
+                } else {
+                    &mut self.server
+                };
+                blocking(|| guard.stop()).unwrap_or_else(|e| panic!("{}: {e}", kind.name()));
+                let down = Instant::now();
+                tokio::time::sleep(d).await;
+                blocking(|| guard.start()).unwrap_or_else(|e| panic!("{}: {e}", kind.name()));
+                format!("down {} ms", down.elapsed().as_millis())
+            }
+        };
+        let active = t0.elapsed();
+        let end = Instant::now();
+        // Recovered = committed a source transaction written after the fault ended.
+        let before = self.progress.changes.load(Ordering::Relaxed);
+        while self.progress.changes.load(Ordering::Relaxed) == before
+            && end.elapsed() < Duration::from_secs(60)
+            && !self.progress.done.load(Ordering::Relaxed)
+        {
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+        let target = gtid_now(self.flavor, Duration::from_secs(60)).await;
+        let left = self.recovery_deadline.saturating_sub(end.elapsed());
+        let waited = blocking(|| wait_committed(self.flavor, self.api_port, &target, left));
+        let mut note = note;
+        for e in &self.sluice.exits()[exits_before..] {
+            if !e.expected {
+                note += &format!("; sluice {}: {}", e.how(), e.last_error);
+            }
+        }
+        let (recovery, note) = match waited {
+            Ok(_) => (Some(end.elapsed()), note),
+            Err(e) => (None, format!("{note}; STUCK: {e}")),
+        };
+        Fault {
+            kind,
+            at,
+            active,
+            recovery,
+            note,
+        }
+    }
+
+    /// A pause of normal running between two faults.
+    pub async fn gap(&mut self) {
+        let d = self.ms(300, 1500);
+        tokio::time::sleep(d).await;
+    }
+}

@@ -1,0 +1,344 @@
+//! The chaos harness: sluice between a database fault proxy and a Kafka fault proxy, a
+//! sequenced workload writing to the database directly, faults of every kind while it runs,
+//! and an independent checker (`scripts/lib/chaos-check`, Confluent's Python client as a
+//! `read_committed` consumer) that proves every committed change arrived exactly once, in
+//! order per key, every source transaction whole, and that replaying the topics gives the
+//! source tables.
+//!
+//! Sizes and choices come from the environment (see [`Sizes::from_env`]).
+#![allow(dead_code)]
+
+pub mod db_proxy;
+pub mod faults;
+pub mod report;
+pub mod supervisor;
+pub mod workload;
+
+use std::io::{Read, Write};
+use std::net::TcpStream;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use crate::support::Flavor;
+
+/// `kafka.transaction_timeout_ms` of the chaos pipeline.
+pub const TXN_TIMEOUT_MS: u64 = 5000;
+
+/// What a run does, from the environment.
+#[derive(Debug, Clone)]
+pub struct Sizes {
+    /// `SLUICE_CHAOS_CHANGES` (default 20000): row changes at least.
+    pub changes: usize,
+    /// `SLUICE_CHAOS_FAULTS_PER_KIND` (default 3).
+    pub faults_per_kind: usize,
+    /// `SLUICE_CHAOS_SEED` (default random).
+    pub seed: u64,
+    /// `SLUICE_CHAOS_KINDS`: a comma list of fault kinds, each optionally `kind:count`
+    /// (default: every kind, `faults_per_kind` times).
+    pub kinds: Vec<(faults::Kind, usize)>,
+    /// `SLUICE_CHAOS_RATE`: changes per second while faults run (default: the target
+    /// spread over the expected length of the fault schedule).
+    pub rate: Option<f64>,
+    /// `SLUICE_CHAOS_OUT`: a folder for the results (report JSON, checker summary, log).
+    pub out: Option<PathBuf>,
+}
+
+fn env_parse<T: std::str::FromStr>(name: &str) -> Option<T> {
+    let v = std::env::var(name).ok()?;
+    Some(
+        v.trim()
+            .parse()
+            .unwrap_or_else(|_| panic!("{name}={v:?} is not a valid value")),
+    )
+}
+
+impl Sizes {
+    /// Reads the `SLUICE_CHAOS_*` variables.
+    pub fn from_env() -> Sizes {
+        let changes = env_parse("SLUICE_CHAOS_CHANGES").unwrap_or(20_000);
+        let per_kind = env_parse("SLUICE_CHAOS_FAULTS_PER_KIND").unwrap_or(3);
+        let seed = env_parse("SLUICE_CHAOS_SEED").unwrap_or_else(rand::random);
+        let kinds = match std::env::var("SLUICE_CHAOS_KINDS") {
+            Ok(list) if !list.trim().is_empty() => list
+                .split(',')
+                .map(|item| {
+                    let (name, count) = match item.trim().split_once(':') {
+                        Some((n, c)) => (
+                            n,
+                            c.parse().unwrap_or_else(|_| {
+                                panic!("SLUICE_CHAOS_KINDS: {item:?}: count is not a number")
+                            }),
+                        ),
+                        None => (item.trim(), per_kind),
+                    };
+                    let kind = faults::Kind::parse(name).unwrap_or_else(|| {
+                        panic!(
+                            "SLUICE_CHAOS_KINDS: unknown fault kind {name:?}; known: {}",
+                            faults::Kind::ALL.map(|k| k.name()).join(", ")
+                        )
+                    });
+                    (kind, count)
+                })
+                .collect(),
+            _ => faults::Kind::ALL.iter().map(|k| (*k, per_kind)).collect(),
+        };
+        Sizes {
+            changes,
+            faults_per_kind: per_kind,
+            seed,
+            kinds,
+            rate: env_parse("SLUICE_CHAOS_RATE"),
+            out: std::env::var_os("SLUICE_CHAOS_OUT").map(PathBuf::from),
+        }
+    }
+}
+
+/// The test bed's `scripts/services` that runs the services: `SLUICE_CHAOS_SERVICES`, else
+/// the one of this checkout (in CI, the checkout that started them).
+pub fn services_script() -> PathBuf {
+    std::env::var_os("SLUICE_CHAOS_SERVICES")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("scripts/services"))
+}
+
+/// Refuses a `scripts/services` that cannot stop and start one service: an older one takes
+/// `stop` for `down` and would stop the whole test bed.
+pub fn check_services_script() -> Result<(), String> {
+    let script = services_script();
+    let out = Command::new(&script)
+        .arg("help")
+        .stdin(Stdio::null())
+        .output()
+        .map_err(|e| format!("cannot run {} help: {e}", script.display()))?;
+    let usage = String::from_utf8_lossy(&out.stdout);
+    let single = |verb: &str| {
+        usage.lines().any(|l| {
+            l.trim_start()
+                .starts_with(&format!("scripts/services {verb} NAME"))
+        })
+    };
+    if single("stop") && single("start") {
+        Ok(())
+    } else {
+        Err(format!(
+            "{} has no `stop NAME` / `start NAME` (its usage does not list them): it would stop \
+             every service; point SLUICE_CHAOS_SERVICES at a scripts/services that has them, \
+             or leave kafka_restart and db_restart out of SLUICE_CHAOS_KINDS",
+            script.display()
+        ))
+    }
+}
+
+/// The service name of a flavour's scratch instance.
+pub fn scratch_service(flavor: Flavor) -> &'static str {
+    if flavor.mysql {
+        "mysql-scratch"
+    } else {
+        "mariadb-scratch"
+    }
+}
+
+/// Runs `scripts/services ACTION NAME` with a deadline; its output, or an error naming it.
+pub fn services(action: &str, name: &str, timeout: Duration) -> Result<String, String> {
+    let script = services_script();
+    let out = tempfile::NamedTempFile::new().expect("tempfile");
+    let mut child = Command::new(&script)
+        .args([action, name])
+        .stdin(Stdio::null())
+        .stdout(Stdio::from(out.reopen().expect("reopen")))
+        .stderr(Stdio::from(out.reopen().expect("reopen")))
+        .spawn()
+        .map_err(|e| format!("cannot run {}: {e}", script.display()))?;
+    let deadline = Instant::now() + timeout;
+    let status = loop {
+        if let Ok(Some(st)) = child.try_wait() {
+            break st;
+        }
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            let _ = child.wait();
+            return Err(format!(
+                "`{} {action} {name}` did not finish within {timeout:?}: {}",
+                script.display(),
+                std::fs::read_to_string(out.path()).unwrap_or_default()
+            ));
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    let text = std::fs::read_to_string(out.path()).unwrap_or_default();
+    if status.success() {
+        Ok(text)
+    } else {
+        Err(format!(
+            "`{} {action} {name}` failed ({status}): {text}",
+            script.display()
+        ))
+    }
+}
+
+/// Restarts a service this guard stopped if the test ends (or panics) before it did.
+pub struct ServiceGuard {
+    name: &'static str,
+    stopped: bool,
+}
+
+impl ServiceGuard {
+    /// A guard for `name` (nothing stopped yet).
+    pub fn new(name: &'static str) -> ServiceGuard {
+        ServiceGuard {
+            name,
+            stopped: false,
+        }
+    }
+
+    /// Stops the service.
+    pub fn stop(&mut self) -> Result<(), String> {
+        check_services_script()?;
+        self.stopped = true;
+        services("stop", self.name, Duration::from_secs(120)).map(|_| ())
+    }
+
+    /// Starts it again.
+    pub fn start(&mut self) -> Result<(), String> {
+        let r = services("start", self.name, Duration::from_secs(300)).map(|_| ());
+        if r.is_ok() {
+            self.stopped = false;
+        }
+        r
+    }
+}
+
+impl Drop for ServiceGuard {
+    fn drop(&mut self) {
+        if self.stopped {
+            eprintln!(
+                "chaos: starting {} again (the test ended while it was stopped)",
+                self.name
+            );
+            if let Err(e) = services("start", self.name, Duration::from_secs(300)) {
+                eprintln!("chaos: {e}");
+            }
+        }
+    }
+}
+
+/// A free loopback port (bound and released at once).
+pub fn free_port() -> u16 {
+    std::net::TcpListener::bind(("127.0.0.1", 0))
+        .and_then(|l| l.local_addr())
+        .map(|a| a.port())
+        .expect("a free port")
+}
+
+/// `GET /status` of sluice's API on `port`, or None (not answering within 1 s).
+pub fn status(port: u16) -> Option<serde_json::Value> {
+    let addr = ([127, 0, 0, 1], port).into();
+    let mut s = TcpStream::connect_timeout(&addr, Duration::from_secs(1)).ok()?;
+    s.set_read_timeout(Some(Duration::from_secs(1))).ok()?;
+    s.set_write_timeout(Some(Duration::from_secs(1))).ok()?;
+    s.write_all(b"GET /status HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n")
+        .ok()?;
+    let mut buf = Vec::new();
+    s.read_to_end(&mut buf).ok()?;
+    let text = String::from_utf8_lossy(&buf);
+    let (head, body) = text.split_once("\r\n\r\n")?;
+    if !head.starts_with("HTTP/1.1 200") && !head.starts_with("HTTP/1.0 200") {
+        return None;
+    }
+    serde_json::from_str(body).ok()
+}
+
+/// The pipeline configuration: the source through the database proxy (plaintext, so the
+/// proxy sees the protocol), Kafka through the Kafka proxy, a 5 s transaction timeout.
+#[allow(clippy::too_many_arguments)]
+pub fn config_text(
+    name: &str,
+    db: &str,
+    db_port: u16,
+    bootstrap: &str,
+    api_port: u16,
+    server_id: u32,
+) -> String {
+    format!(
+        r#"name = "{name}"
+
+[source]
+url = "mysql://sluice:sluice@127.0.0.1:{db_port}"
+server_id = {server_id}
+include = ["{db}\\..*"]
+start = "latest"
+heartbeat_ms = 1000
+connect_timeout_ms = 5000
+reconnect_backoff_max_ms = 5000
+ssl_mode = "disabled"
+
+[kafka]
+bootstrap_servers = "{bootstrap}"
+offsets_topic = "{name}.offsets"
+transaction_timeout_ms = {TXN_TIMEOUT_MS}
+partitions = 3
+
+[commit]
+max_ms = 50
+idle_offset_ms = 500
+
+[api]
+listen = "127.0.0.1:{api_port}"
+
+[[route]]
+match = "{db}\\.(.*)"
+topic = "{db}.$1"
+format = "json"
+"#
+    )
+}
+
+/// Runs the independent checker; (exit code, summary JSON, stderr).
+pub fn run_checker(
+    topics: &[(&str, String)],
+    expected: &Path,
+    state: &Path,
+    timeout: Duration,
+) -> (i32, Option<serde_json::Value>, String) {
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("scripts/lib/chaos-check");
+    let mut cmd = Command::new(&script);
+    cmd.args(["--bootstrap", crate::support::KAFKA]);
+    for (table, topic) in topics {
+        cmd.args(["--topic", &format!("{table}={topic}")]);
+    }
+    cmd.arg("--expected")
+        .arg(expected)
+        .arg("--state")
+        .arg(state);
+    let out = tempfile::NamedTempFile::new().expect("tempfile");
+    let err = tempfile::NamedTempFile::new().expect("tempfile");
+    let mut child = cmd
+        .stdin(Stdio::null())
+        .stdout(Stdio::from(out.reopen().expect("reopen")))
+        .stderr(Stdio::from(err.reopen().expect("reopen")))
+        .spawn()
+        .unwrap_or_else(|e| panic!("cannot run {}: {e}", script.display()));
+    let deadline = Instant::now() + timeout;
+    let status = loop {
+        if let Ok(Some(st)) = child.try_wait() {
+            break st;
+        }
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!(
+                "chaos-check did not finish within {timeout:?}; stderr:\n{}",
+                std::fs::read_to_string(err.path()).unwrap_or_default()
+            );
+        }
+        std::thread::sleep(Duration::from_millis(200));
+    };
+    let stdout = std::fs::read_to_string(out.path()).unwrap_or_default();
+    let stderr = std::fs::read_to_string(err.path()).unwrap_or_default();
+    let summary = stdout
+        .lines()
+        .rev()
+        .find_map(|l| serde_json::from_str(l.trim()).ok());
+    (status.code().unwrap_or(-1), summary, stderr)
+}
