@@ -393,7 +393,11 @@ async fn a_pipeline_without_a_snapshot_exports_every_dashboard_series() {
     // Some traffic, so the rates have something to show; then every expression has data.
     exec(
         &mut c,
-        &[&flavor.insert_seq(&format!("{}.t", p.db), 1, 20, "")],
+        &[
+            // MariaDB's sequence tables (seq_1_to_20) live in the current database.
+            &format!("USE {}", p.db),
+            &flavor.insert_seq(&format!("{}.t", p.db), 1, 20, ""),
+        ],
     )
     .await;
     dashboard_has_data(addr, &p).await;
