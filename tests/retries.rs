@@ -161,8 +161,36 @@ async fn kafka_down_at_start_is_waited_for() {
     assert!(st.success(), "{st:?}; log:\n{}", p.log());
 }
 
+/// A source user of the test's own; dropped from the server when the guard goes, also when
+/// the test fails.
+struct OwnUser {
+    flavor: Flavor,
+    name: String,
+}
+
+impl Drop for OwnUser {
+    fn drop(&mut self) {
+        let (port, sql) = (
+            self.flavor.port,
+            format!("DROP USER IF EXISTS '{}'@'%'", self.name),
+        );
+        // Drop runs inside the test's runtime: the statement runs on a runtime of its own.
+        let _ = std::thread::spawn(move || {
+            let rt = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .expect("runtime");
+            rt.block_on(async move {
+                let mut c = root(port).await;
+                let _ = c.query_drop(sql).await;
+            });
+        })
+        .join();
+    }
+}
+
 /// A source user of the test's own, so its connections can be told from other tests'.
-async fn own_user(flavor: Flavor, p: &Pipeline) -> String {
+async fn own_user(flavor: Flavor, p: &Pipeline) -> OwnUser {
     let user = unique("retry");
     let mut c = root(flavor.port).await;
     exec(
@@ -176,12 +204,7 @@ async fn own_user(flavor: Flavor, p: &Pipeline) -> String {
     )
     .await;
     p.edit_config("sluice:sluice@", &format!("{user}:sluice@"));
-    user
-}
-
-async fn drop_user(flavor: Flavor, user: &str) {
-    let mut c = root(flavor.port).await;
-    exec(&mut c, &[&format!("DROP USER '{user}'@'%'")]).await;
+    OwnUser { flavor, name: user }
 }
 
 /// The ids of `user`'s replication (`Binlog Dump`) connections.
@@ -245,7 +268,8 @@ fn retry_settings(p: &Pipeline, max_ms: u64) {
 async fn healthy_attempts_reset_the_failure_count(flavor: Flavor) {
     let healthy_after = Duration::from_millis(1500);
     let p = Pipeline::new(flavor, "reset", "");
-    let user = own_user(flavor, &p).await;
+    let own = own_user(flavor, &p).await;
+    let user = own.name.as_str();
     retry_settings(&p, healthy_after.as_millis() as u64);
     let (mut c, mut child) = p
         .start_with(&[("t", "(id INT PRIMARY KEY, v VARCHAR(10))")])
@@ -269,7 +293,7 @@ async fn healthy_attempts_reset_the_failure_count(flavor: Flavor) {
                 }
             },
         );
-        old = Some(kill_replication(&mut c, &user, old, &mut child, &p).await);
+        old = Some(kill_replication(&mut c, user, old, &mut child, &p).await);
     }
     // Reconnected after the last kill, too, with nothing lost or repeated.
     streams(&p, &mut c, kills + 1, kills + 1).await;
@@ -293,7 +317,6 @@ async fn healthy_attempts_reset_the_failure_count(flavor: Flavor) {
     );
     let st = terminate(&mut child);
     assert!(st.success(), "[{}] {st:?}; log:\n{}", flavor.name, p.log());
-    drop_user(flavor, &user).await;
 }
 
 /// The control: with the same limit of 2 and attempts that never get healthy (killed before
@@ -301,14 +324,15 @@ async fn healthy_attempts_reset_the_failure_count(flavor: Flavor) {
 /// naming the setting.
 async fn consecutive_failures_beyond_the_limit_stop(flavor: Flavor) {
     let p = Pipeline::new(flavor, "giveup", "");
-    let user = own_user(flavor, &p).await;
+    let own = own_user(flavor, &p).await;
+    let user = own.name.as_str();
     retry_settings(&p, 60_000);
     let (mut c, mut child) = p
         .start_with(&[("t", "(id INT PRIMARY KEY, v VARCHAR(10))")])
         .await;
     let mut old = None;
     for _ in 0..3 {
-        old = Some(kill_replication(&mut c, &user, old, &mut child, &p).await);
+        old = Some(kill_replication(&mut c, user, old, &mut child, &p).await);
     }
     let st = wait_exit(&mut child, Duration::from_secs(60));
     let log = p.log();
@@ -319,7 +343,6 @@ async fn consecutive_failures_beyond_the_limit_stop(flavor: Flavor) {
         "[{}] the error names the limit; log:\n{log}",
         flavor.name
     );
-    drop_user(flavor, &user).await;
 }
 
 per_flavor!(
