@@ -11,11 +11,13 @@ fn write_config(p: &Pipeline, edit: impl Fn(String) -> String) {
     std::fs::write(&p.config, edit(text)).expect("write config");
 }
 
+/// `sluice <args>` exits 1 by itself, soon (a definite problem is not retried), and its
+/// output names each of `needles`.
 fn assert_fails(p: &Pipeline, args: &[&str], needles: &[&str]) -> String {
-    let (code, out) = p.command(args);
-    assert_ne!(
-        code, 0,
-        "[{}] expected failure for {args:?}; output:\n{out}",
+    let (code, out) = p.command_within(args, Duration::from_secs(60));
+    assert_eq!(
+        code, 1,
+        "[{}] expected exit code 1 for {args:?}; output:\n{out}",
         p.flavor.name
     );
     for n in needles {

@@ -2,7 +2,9 @@
 //! starts it with file service discovery under `.data/prometheus/targets/`): every metric of
 //! the catalogue is exported; every expression of the Grafana dashboard returns data for this
 //! pipeline; and the figures are the pipeline's (the written-events counter equals the records
-//! a read_committed consumer reads from the table's topic).
+//! a read_committed consumer reads from the table's topic). Both with a snapshot (start =
+//! "initial") and without one (start = "latest": the snapshot and dead-letter series exist at
+//! zero all the same).
 
 mod support;
 
@@ -292,23 +294,159 @@ async fn prometheus_scrapes_what_the_pipeline_wrote() {
         "{scanned:?}"
     );
 
-    // Every dashboard expression has data for this instance.
-    let mut empty = Vec::new();
-    for e in dashboard_exprs() {
-        let q = e
-            .replace("$job", "sluice")
-            .replace("instance=~\"$instance\"", &format!("instance=\"{addr}\""))
-            .replace("$__rate_interval", "1m");
-        let r = query(&q).await;
-        if r.is_empty() {
-            empty.push(q);
+    dashboard_has_data(addr, &p).await;
+
+    let st = terminate(&mut child);
+    assert!(st.success(), "{st:?}; log:\n{}", p.log());
+    drop(target);
+}
+
+/// The dashboard's expressions for this instance, with its variables filled in.
+fn dashboard_queries(addr: std::net::SocketAddr) -> Vec<String> {
+    dashboard_exprs()
+        .iter()
+        .map(|e| {
+            e.replace("$job", "sluice")
+                .replace("instance=~\"$instance\"", &format!("instance=\"{addr}\""))
+                .replace("$__rate_interval", "1m")
+        })
+        .collect()
+}
+
+/// Waits until every dashboard expression returns data for this instance: `rate()` and
+/// `increase()` need two scrapes inside their window, so a fresh target has none at first.
+async fn dashboard_has_data(addr: std::net::SocketAddr, p: &Pipeline) {
+    let timeout = Duration::from_secs(90);
+    let started = Instant::now();
+    loop {
+        let mut empty = Vec::new();
+        for q in dashboard_queries(addr) {
+            if query(&q).await.is_empty() {
+                empty.push(q);
+            }
         }
+        if empty.is_empty() {
+            return;
+        }
+        assert!(
+            started.elapsed() < timeout,
+            "waited {timeout:?} for every dashboard expression to have data; without data:\n{}\n\
+             metrics:\n{}\nlog:\n{}",
+            empty.join("\n"),
+            metrics_text(addr).await,
+            p.log()
+        );
+        tokio::time::sleep(Duration::from_millis(500)).await;
     }
-    assert!(
-        empty.is_empty(),
-        "dashboard expressions without data:\n{}",
-        empty.join("\n")
+}
+
+/// Waits until Prometheus has a series for the instant query `q`; returns its result.
+async fn wait_for_series(q: &str, what: &str) -> Vec<Value> {
+    let timeout = Duration::from_secs(60);
+    let started = Instant::now();
+    loop {
+        let r = query(q).await;
+        if !r.is_empty() {
+            return r;
+        }
+        assert!(
+            started.elapsed() < timeout,
+            "waited {timeout:?} for {what}: `{q}` has no data"
+        );
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    }
+}
+
+/// A pipeline that never snapshotted (start = "latest") and has written no dead letter: the
+/// snapshot and dead-letter series of each included table exist at zero from the start, so
+/// every dashboard panel has data and an `increase()` alert can see the first dead letter. A
+/// table created while streaming gets them from its first row event on.
+#[tokio::test]
+async fn a_pipeline_without_a_snapshot_exports_every_dashboard_series() {
+    let flavor = MARIADB;
+    let p = Pipeline::new(flavor, "metrics_latest", "");
+    let (mut c, mut child) = p
+        .start_with(&[("t", "(id INT PRIMARY KEY, v VARCHAR(20))")])
+        .await;
+    let addr = p.api_addr(Duration::from_secs(30));
+    let target = Target::write(&p.name, addr);
+    let table = format!("{}.t", p.db);
+
+    // Straight from the pipeline, before any row: each table's series at zero.
+    let text = metrics_text(addr).await;
+    let per_table = [
+        "sluice_dead_letter_records_total",
+        "sluice_snapshot_rows_scanned",
+        "sluice_snapshot_rows_estimated",
+        "sluice_snapshot_chunks_done",
+        "sluice_snapshot_chunks_expected",
+        "sluice_snapshot_running",
+    ];
+    for name in per_table {
+        assert_eq!(
+            sample(&text, name, &[("table", &table)]),
+            Some(0.0),
+            "{name} of {table} exists at 0 from the start:\n{text}"
+        );
+    }
+
+    // Some traffic, so the rates have something to show; then every expression has data.
+    exec(
+        &mut c,
+        &[
+            // MariaDB's sequence tables (seq_1_to_20) live in the current database.
+            &format!("USE {}", p.db),
+            &flavor.insert_seq(&format!("{}.t", p.db), 1, 20, ""),
+        ],
+    )
+    .await;
+    dashboard_has_data(addr, &p).await;
+    let q = format!(
+        "increase(sluice_dead_letter_records_total{{job=\"sluice\", instance=\"{addr}\", \
+         table=\"{table}\"}}[1m])"
     );
+    let r = wait_for_series(
+        &q,
+        "the dead-letter increase of a table with no dead letter",
+    )
+    .await;
+    assert_eq!(r.first().map(value_of), Some(0.0), "{r:?}");
+
+    // A table created while streaming: its series exist once its first row was read.
+    let later = format!("{}.later", p.db);
+    exec(
+        &mut c,
+        &[
+            &format!("CREATE TABLE {later} (id INT PRIMARY KEY, v VARCHAR(20))"),
+            &format!("INSERT INTO {later} VALUES (1, 'x')"),
+        ],
+    )
+    .await;
+    let started = Instant::now();
+    loop {
+        let text = metrics_text(addr).await;
+        let written = sample(
+            &text,
+            "sluice_events_written_total",
+            &[("table", &later), ("op", "c")],
+        );
+        if written == Some(1.0) {
+            for name in per_table {
+                assert_eq!(
+                    sample(&text, name, &[("table", &later)]),
+                    Some(0.0),
+                    "{name} of {later}, a table created while streaming:\n{text}"
+                );
+            }
+            break;
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(60),
+            "waited 60 s for the row of {later} to be written (written {written:?}); log:\n{}",
+            p.log()
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
 
     let st = terminate(&mut child);
     assert!(st.success(), "{st:?}; log:\n{}", p.log());

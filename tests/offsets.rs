@@ -10,7 +10,6 @@
 
 mod support;
 
-use std::process::Command;
 use std::time::{Duration, Instant};
 
 use rdkafka::admin::{AdminClient, AdminOptions, NewTopic, TopicReplication};
@@ -353,15 +352,17 @@ fn use_default_topics(p: &Pipeline) {
 }
 
 /// Spawns `sluice run --start-over` on the pipeline, its log in `log`.
-fn spawn_start_over(p: &Pipeline, log: &std::path::Path) -> std::process::Child {
-    Command::new(env!("CARGO_BIN_EXE_sluice"))
-        .args(["run", "--start-over", "--config"])
-        .arg(&p.config)
-        .env("SLUICE_LOG", "info")
-        .stdout(std::process::Stdio::null())
-        .stderr(std::fs::File::create(log).expect("log"))
-        .spawn()
-        .expect("spawn sluice")
+fn spawn_start_over(p: &Pipeline, log: &std::path::Path) -> KillOnDrop {
+    KillOnDrop(
+        sluice_command()
+            .args(["run", "--start-over", "--config"])
+            .arg(&p.config)
+            .env("SLUICE_LOG", "info")
+            .stdout(std::process::Stdio::null())
+            .stderr(std::fs::File::create(log).expect("log"))
+            .spawn()
+            .expect("spawn sluice"),
+    )
 }
 
 /// Item: 100 rows; another producer opens a transaction on the (shared) offsets topic and

@@ -53,18 +53,6 @@ async fn with_globals<F>(
     }
 }
 
-/// A running `sluice run`, killed on drop if the test panics before terminating it.
-struct Running(std::process::Child);
-
-impl Drop for Running {
-    fn drop(&mut self) {
-        if let Ok(None) = self.0.try_wait() {
-            let _ = self.0.kill();
-            let _ = self.0.wait();
-        }
-    }
-}
-
 async fn statement_format_and_missing_full_metadata_are_refused(flavor: Flavor) {
     let scratch = flavor.scratch();
     let _serial = lock(scratch).lock().await;
@@ -72,13 +60,17 @@ async fn statement_format_and_missing_full_metadata_are_refused(flavor: Flavor) 
     let p = Pipeline::new(scratch, "fmt", "");
     exec(&mut c, &["SET GLOBAL binlog_format = 'STATEMENT'"]).await;
     let out = p.command(&["check"]);
+    // `run` stops at once too (exit 1): a definite problem is never retried.
+    let run = p.command_within(&["run"], Duration::from_secs(60));
     exec(&mut c, &["SET GLOBAL binlog_format = 'ROW'"]).await;
-    assert_ne!(out.0, 0, "{}", out.1);
-    assert!(
-        out.1.contains("binlog_format") && out.1.contains("ROW"),
-        "{}",
-        out.1
-    );
+    for out in [out, run] {
+        assert_eq!(out.0, 1, "{}", out.1);
+        assert!(
+            out.1.contains("binlog_format") && out.1.contains("ROW"),
+            "{}",
+            out.1
+        );
+    }
 
     // Without full metadata only a start whose schema is known is accepted.
     p.edit_config("start = \"latest\"", "start = \"earliest\"");
@@ -167,7 +159,7 @@ async fn without_full_metadata(scratch: Flavor, mode: &'static str) {
         check.contains(&format!("binlog_row_metadata={mode}")),
         "the server logs {mode} metadata: {check}"
     );
-    let mut child = Running(p.spawn());
+    let mut child = p.spawn();
     p.wait_started(Duration::from_secs(60));
     let t = format!("{db}.t");
     exec(
@@ -211,8 +203,8 @@ async fn without_full_metadata(scratch: Flavor, mode: &'static str) {
     );
 
     // Down: a row of the old shape, a DDL, a row of the new shape.
-    child.0.kill().expect("SIGKILL");
-    let _ = child.0.wait();
+    child.kill().expect("SIGKILL");
+    let _ = child.wait();
     exec(
         &mut c,
         &[
@@ -228,7 +220,7 @@ async fn without_full_metadata(scratch: Flavor, mode: &'static str) {
         ],
     )
     .await;
-    let mut child = Running(p.spawn());
+    let mut child = p.spawn();
     let all = consume(
         &topics,
         "read_committed",
@@ -320,7 +312,7 @@ async fn without_full_metadata(scratch: Flavor, mode: &'static str) {
         ],
     )
     .await;
-    let st = wait_exit(&mut child.0, Duration::from_secs(60));
+    let st = wait_exit(&mut child, Duration::from_secs(60));
     let log = p.log();
     assert!(
         !st.success(),
@@ -370,10 +362,9 @@ async fn purged_position(scratch: Flavor) {
     let _serial = lock(scratch).lock().await;
     let p = Pipeline::new(scratch, "purged", "");
     let db = p.db.clone();
-    let (mut c, child) = p
+    let (mut c, mut child) = p
         .start_with(&[("t", "(id INT PRIMARY KEY, v VARCHAR(20))")])
         .await;
-    let mut child = Running(child);
     exec(
         &mut c,
         &[&format!("INSERT INTO {db}.t VALUES (1, 'one'), (2, 'two')")],
@@ -388,7 +379,7 @@ async fn purged_position(scratch: Flavor) {
         Duration::from_secs(60),
     );
     assert_eq!(first.len(), 2, "log:\n{}", p.log());
-    terminate(&mut child.0);
+    terminate(&mut child);
 
     // Down: more changes, then every binlog but the newest is purged.
     exec(
@@ -431,8 +422,8 @@ async fn purged_position(scratch: Flavor) {
     }
 
     // It must stop by itself, within a bound.
-    let mut refused = Running(p.spawn());
-    let st = wait_exit(&mut refused.0, Duration::from_secs(60));
+    let mut refused = p.spawn();
+    let st = wait_exit(&mut refused, Duration::from_secs(60));
     let out = p.log();
     assert!(!st.success(), "a purged position must not start: {out}");
     assert!(
@@ -444,7 +435,7 @@ async fn purged_position(scratch: Flavor) {
         "format = \"json\"",
         "format = \"json\"\n\n[snapshot]\non_purged = \"resnapshot\"",
     );
-    let mut child = Running(p.spawn());
+    let mut child = p.spawn();
     // r1 (uno), r3 after the earlier c1, c2.
     let all = consume(
         std::slice::from_ref(&topic),
@@ -453,7 +444,7 @@ async fn purged_position(scratch: Flavor) {
         Duration::from_secs(2),
         Duration::from_secs(90),
     );
-    terminate(&mut child.0);
+    terminate(&mut child);
     let log = p.log();
     assert!(log.contains("taking a new snapshot"), "log:\n{log}");
     let reads: Vec<(Value, Value)> = all
@@ -533,7 +524,7 @@ async fn compressed_events() {
         ],
     )
     .await;
-    let mut child = Running(p.spawn());
+    let mut child = p.spawn();
     p.wait_started(Duration::from_secs(60));
 
     // Where the workload starts in the binlog, to check below that it was written compressed.
@@ -607,8 +598,8 @@ async fn compressed_events() {
         Duration::from_secs(2),
         Duration::from_secs(90),
     );
-    let alive = child.0.try_wait().expect("try_wait").is_none();
-    let st = terminate(&mut child.0);
+    let alive = child.try_wait().expect("try_wait").is_none();
+    let st = terminate(&mut child);
 
     // The server really wrote compressed events for this workload.
     let events = binlog_events_since(&mut c, &start_file, start_pos).await;
@@ -778,7 +769,7 @@ async fn compressed_transactions() {
         ],
     )
     .await;
-    let mut child = Running(p.spawn());
+    let mut child = p.spawn();
     p.wait_started(Duration::from_secs(60));
     let (start_file, start_pos): (String, u64) = {
         let row: mysql_async::Row = c
@@ -848,8 +839,8 @@ async fn compressed_transactions() {
         Duration::from_secs(3),
         Duration::from_secs(180),
     );
-    let peak = peak_rss_kib(child.0.id());
-    let st = terminate(&mut child.0);
+    let peak = peak_rss_kib(child.id());
+    let st = terminate(&mut child);
     eprintln!(
         "[mysql] compressed transactions: {} records, sluice peak RSS {peak:?} KiB",
         recs.len()

@@ -137,6 +137,25 @@ async fn wait_caught_up(p: &Pipeline, c: &mut mysql_async::Conn) {
     assert_eq!(recs.len(), 1, "marker record; log:\n{}", p.log());
 }
 
+/// Whether the committed snapshot is done, and how many chunks it committed so far.
+fn snapshot_chunks(p: &Pipeline) -> (bool, u64) {
+    let (code, out) = p.command(&["offsets", "show"]);
+    // The offset record (stdout) comes first; the summary and any log lines (stderr) follow.
+    let Some(Ok(doc)) = serde_json::Deserializer::from_str(&out)
+        .into_iter::<J>()
+        .next()
+    else {
+        return (false, 0);
+    };
+    let tables = doc["snapshot"]["tables"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
+    let chunks = tables.iter().filter_map(|t| t["chunks"].as_u64()).sum();
+    let done = code == 0 && !tables.is_empty() && tables.iter().all(|t| t["done"] == true);
+    (done, chunks)
+}
+
 fn snapshot_done(p: &Pipeline) -> bool {
     let (code, out) = p.command(&["offsets", "show"]);
     code == 0 && out.contains("\"snapshot\"") && !out.contains("\"done\": false")
@@ -291,6 +310,7 @@ async fn snapshot_survives_repeated_sigkills(flavor: Flavor) {
     let load = workload(flavor.port, table.clone(), n, stop.clone());
     let mut killed = 0;
     let mut child = p.spawn();
+    let mut chunks_before = 0;
     let deadline = Instant::now() + Duration::from_secs(600);
     loop {
         assert!(
@@ -298,16 +318,24 @@ async fn snapshot_survives_repeated_sigkills(flavor: Flavor) {
             "snapshot did not finish; log:\n{}",
             p.log()
         );
-        // Let it commit a few chunks, then kill it without warning.
-        std::thread::sleep(Duration::from_millis(300 + rand::random::<u64>() % 700));
-        if snapshot_done(&p) {
+        let (done, chunks) = snapshot_chunks(&p);
+        if done {
             break;
         }
-        if killed < kills {
+        // Each instance commits at least one chunk before it is killed, however slow the
+        // machine: kill it once it did, at a random moment after that, without warning.
+        if killed < kills && chunks > chunks_before {
+            std::thread::sleep(Duration::from_millis(rand::random::<u64>() % 500));
             child.kill().expect("SIGKILL");
             let _ = child.wait();
             killed += 1;
+            chunks_before = snapshot_chunks(&p).1;
             child = p.spawn();
+        } else {
+            if let Ok(Some(st)) = child.try_wait() {
+                panic!("sluice exited ({st:?}); log:\n{}", p.log());
+            }
+            std::thread::sleep(Duration::from_millis(200));
         }
     }
     assert!(

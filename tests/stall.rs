@@ -173,14 +173,16 @@ async fn a_takeover_during_a_stall_still_fences_the_first(flavor: Flavor) {
         .expect("config")
         .replace(&proxy.bootstrap(), KAFKA);
     std::fs::write(second_cfg.path(), text).expect("write");
-    let mut second = Command::new(env!("CARGO_BIN_EXE_sluice"))
-        .args(["run", "--config"])
-        .arg(second_cfg.path())
-        .env("SLUICE_LOG", "info")
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .expect("spawn the second instance");
+    let mut second = KillOnDrop(
+        sluice_command()
+            .args(["run", "--config"])
+            .arg(second_cfg.path())
+            .env("SLUICE_LOG", "info")
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .expect("spawn the second instance"),
+    );
     // Keep the first one's commit held past the transaction timeout, then let it go.
     std::thread::sleep(Duration::from_millis(TXN_TIMEOUT_MS + 2000));
     proxy.release();

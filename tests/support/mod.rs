@@ -6,11 +6,14 @@
 //! run in parallel without seeing each other's data.
 #![allow(dead_code)]
 
+pub mod forward;
 pub mod kafka_proxy;
 pub mod matrix;
 pub mod proxy;
 
 use std::collections::HashMap;
+use std::ops::{Deref, DerefMut};
+use std::os::unix::process::CommandExt;
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
@@ -288,7 +291,7 @@ format = "json"
 
     /// Creates the pipeline's database and `tables` (`CREATE TABLE` bodies after the name,
     /// e.g. `("t", "(id INT PRIMARY KEY)")`), starts sluice and waits until it streams.
-    pub async fn start_with(&self, tables: &[(&str, &str)]) -> (mysql_async::Conn, Child) {
+    pub async fn start_with(&self, tables: &[(&str, &str)]) -> (mysql_async::Conn, KillOnDrop) {
         let mut c = root(self.flavor.port).await;
         exec(&mut c, &[&format!("CREATE DATABASE {}", self.db)]).await;
         for (t, body) in tables {
@@ -304,9 +307,9 @@ format = "json"
         format!("{}.{table}", self.db)
     }
 
-    /// Starts `sluice run` on this pipeline.
-    pub fn spawn(&self) -> Child {
-        Command::new(env!("CARGO_BIN_EXE_sluice"))
+    /// Starts `sluice run` on this pipeline; killed when the returned guard is dropped.
+    pub fn spawn(&self) -> KillOnDrop {
+        let child = sluice_command()
             .args(["run", "--config"])
             .arg(&self.config)
             .env("SLUICE_LOG", "info")
@@ -319,7 +322,8 @@ format = "json"
                     .expect("log file"),
             ))
             .spawn()
-            .expect("spawn sluice")
+            .expect("spawn sluice");
+        KillOnDrop(child)
     }
 
     /// The log of all spawned instances.
@@ -353,20 +357,60 @@ format = "json"
         }
     }
 
-    /// Runs a sluice subcommand to completion, returning (exit code, stdout + stderr).
+    /// Runs a sluice subcommand to completion (at most 120 s), returning (exit code, stdout +
+    /// stderr).
     pub fn command(&self, args: &[&str]) -> (i32, String) {
-        let out = Command::new(env!("CARGO_BIN_EXE_sluice"))
-            .args(args)
-            .arg("--config")
-            .arg(&self.config)
-            .output()
-            .expect("run sluice");
+        self.command_within(args, Duration::from_secs(120))
+    }
+
+    /// Runs a sluice subcommand, which must exit within `timeout` (else it is killed and the
+    /// test fails with its output), returning (exit code, stdout + stderr).
+    pub fn command_within(&self, args: &[&str], timeout: Duration) -> (i32, String) {
+        let mut child = KillOnDrop(
+            sluice_command()
+                .args(args)
+                .arg("--config")
+                .arg(&self.config)
+                .stdout(Stdio::piped())
+                .stderr(Stdio::piped())
+                .spawn()
+                .expect("run sluice"),
+        );
+        let read = |r: Option<Box<dyn std::io::Read + Send>>| {
+            std::thread::spawn(move || {
+                let mut buf = Vec::new();
+                if let Some(mut r) = r {
+                    let _ = r.read_to_end(&mut buf);
+                }
+                buf
+            })
+        };
+        let out = read(child.stdout.take().map(|r| Box::new(r) as _));
+        let err = read(child.stderr.take().map(|r| Box::new(r) as _));
+        let started = Instant::now();
+        let status = loop {
+            if let Some(st) = child.try_wait().expect("try_wait") {
+                break Some(st);
+            }
+            if started.elapsed() > timeout {
+                let _ = child.kill();
+                break None;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        };
         let text = format!(
             "{}{}",
-            String::from_utf8_lossy(&out.stdout),
-            String::from_utf8_lossy(&out.stderr)
+            String::from_utf8_lossy(&out.join().unwrap_or_default()),
+            String::from_utf8_lossy(&err.join().unwrap_or_default())
         );
-        (out.status.code().unwrap_or(-1), text)
+        match status {
+            Some(st) => (st.code().unwrap_or(-1), text),
+            None => panic!(
+                "[{}] `sluice {}` did not exit within {timeout:?}; output:\n{text}",
+                self.flavor.name,
+                args.join(" ")
+            ),
+        }
     }
 
     /// Waits until the pipeline has a committed offset (it is streaming).
@@ -385,6 +429,83 @@ format = "json"
             );
             std::thread::sleep(Duration::from_millis(300));
         }
+    }
+}
+
+/// A spawned child process (`sluice run`) that is killed and reaped when dropped, so a test
+/// that fails (panics) half-way never leaves it running. Derefs to the [`Child`].
+#[derive(Debug)]
+pub struct KillOnDrop(pub Child);
+
+impl Deref for KillOnDrop {
+    type Target = Child;
+    fn deref(&self) -> &Child {
+        &self.0
+    }
+}
+
+impl DerefMut for KillOnDrop {
+    fn deref_mut(&mut self) -> &mut Child {
+        &mut self.0
+    }
+}
+
+impl Drop for KillOnDrop {
+    fn drop(&mut self) {
+        if let Ok(None) = self.0.try_wait() {
+            let _ = self.0.kill();
+        }
+        let _ = self.0.wait();
+    }
+}
+
+/// The `sluice` binary under test, with [`die_with_test`]'s safety net.
+pub fn sluice_command() -> Command {
+    die_with_test(Command::new(env!("CARGO_BIN_EXE_sluice")))
+}
+
+/// The safety net under [`KillOnDrop`]: a test binary killed outright (SIGKILL, a timeout)
+/// runs no destructors, so the child asks the kernel for SIGKILL when its parent goes
+/// (`PR_SET_PDEATHSIG`). Linux ties that to the spawning *thread*: spawn from the test's own
+/// thread or a runtime worker (both live as long as the test), never from a short-lived
+/// thread such as a `spawn_blocking` closure.
+pub fn die_with_test(mut cmd: Command) -> Command {
+    let parent = std::process::id();
+    // SAFETY: the closure runs in the forked child before exec and only makes
+    // async-signal-safe system calls (prctl, getppid, raise).
+    unsafe {
+        cmd.pre_exec(move || {
+            if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL, 0, 0, 0) != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            // The parent died between fork and prctl: nobody would reap us.
+            if libc::getppid() as u32 != parent {
+                libc::raise(libc::SIGKILL);
+            }
+            Ok(())
+        });
+    }
+    cmd
+}
+
+/// Polls `probe` every 100 ms until it yields a value or `timeout` passes; panics then with
+/// what was awaited (`what`) and the probe's last word (`Err(state)`).
+pub fn wait_for<T>(
+    what: &str,
+    timeout: Duration,
+    mut probe: impl FnMut() -> Result<T, String>,
+) -> T {
+    let started = Instant::now();
+    loop {
+        let last = match probe() {
+            Ok(v) => return v,
+            Err(state) => state,
+        };
+        assert!(
+            started.elapsed() < timeout,
+            "waited {timeout:?} for {what}; last state: {last}"
+        );
+        std::thread::sleep(Duration::from_millis(100));
     }
 }
 
@@ -418,7 +539,7 @@ pub fn wait_exit(child: &mut Child, timeout: Duration) -> std::process::ExitStat
 /// `{partition, offset, key, value}` per record.
 pub fn avro_consume(topic: &str, expect: usize) -> Vec<serde_json::Value> {
     let script = concat!(env!("CARGO_MANIFEST_DIR"), "/scripts/lib/avro-consume");
-    let out = Command::new(script)
+    let out = die_with_test(Command::new(script))
         .args([
             "--bootstrap",
             KAFKA,

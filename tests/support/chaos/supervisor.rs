@@ -71,7 +71,8 @@ fn lock(s: &Mutex<State>) -> MutexGuard<'_, State> {
 
 /// Starts `sluice run --config <config>`, stderr appended to `log`.
 fn spawn(config: &Path, log: &Path) -> std::io::Result<Child> {
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_sluice"));
+    // Killed by the kernel should the test binary die without dropping the supervisor.
+    let mut cmd = crate::support::sluice_command();
     cmd.args(["run", "--config"]).arg(config);
     // sluice refuses unknown SLUICE_* variables: keep the harness's own knobs from it.
     for (k, _) in std::env::vars() {
