@@ -15,13 +15,17 @@
 //!    coordinator cannot have aborted it by timeout (its clock for the transaction started
 //!    after ours), so it was a takeover.
 //! 2. Otherwise the offsets topic is read (read_committed) from `A`'s own claim on for
-//!    [`CLAIM_GRACE`]: a claim by another instance, or an operator's `sluice offsets set`, is a
-//!    takeover.
-//! 3. A second timeout-fence within [`REFENCE_WINDOW`] of a recovery counts as a takeover too
-//!    (a new owner that writes no claim, e.g. an older sluice, must not be fought forever).
-//! 4. Otherwise the fence was a timeout: the attempt ends with a transient error, and the next
+//!    [`CLAIM_GRACE`]: a claim by another instance, an offset record of another instance or of
+//!    one that names none (an older sluice, which writes no claim), or an operator's
+//!    `sluice offsets set`, is a takeover.
+//! 3. Otherwise the fence was a timeout: the attempt ends with a transient error, and the next
 //!    attempt creates a new producer, fences (harmless: nobody else is there), re-reads the
 //!    committed offset and resumes — exactly as after a crash.
+//!
+//! Repeated timeout-fences are not a takeover by themselves: a broker that stalls commits
+//! again and again (seen: two EndTxn stalls 20 s apart) must not leave the pipeline down.
+//! They go through the normal backoff; the attempt that follows each is not healthy until it
+//! has committed, so the delay grows while the stalls go on.
 //!
 //! Recovering wrongly is safe for the data: the next attempt's `init_transactions` fences the
 //! real new owner, which then stops (its own transaction was young: rule 1), and exactly one
@@ -43,9 +47,6 @@ use crate::sink::SinkSettings;
 
 /// How long a fenced instance watches the offsets topic for a new owner's claim.
 pub const CLAIM_GRACE: Duration = Duration::from_secs(10);
-
-/// A timeout-fence this soon after a recovery from one counts as a takeover.
-pub const REFENCE_WINDOW: Duration = Duration::from_secs(60);
 
 /// This process's instance id: random, fixed for the process's life.
 pub fn instance_id() -> &'static str {
@@ -85,11 +86,9 @@ pub struct FenceFacts {
     pub open_for: Option<Duration>,
     /// `kafka.transaction_timeout_ms`.
     pub timeout: Duration,
-    /// When this process last recovered from a timeout-fence.
-    pub last_recovery: Option<Instant>,
 }
 
-/// Rules 1 and 3 (no Kafka needed): `Some` when the facts alone decide.
+/// Rule 1 (no Kafka needed): `Some` when the facts alone decide.
 pub fn decide_by_facts(f: &FenceFacts) -> Option<Verdict> {
     match f.open_for {
         None => {
@@ -106,15 +105,6 @@ pub fn decide_by_facts(f: &FenceFacts) -> Option<Verdict> {
             )))
         }
         Some(_) => {}
-    }
-    if let Some(at) = f.last_recovery {
-        if at.elapsed() < REFENCE_WINDOW {
-            return Some(Verdict::TakenOver(format!(
-                "fenced again {} s after recovering from a transaction timeout: another \
-                 instance that writes no claim (an older sluice?) may be running",
-                at.elapsed().as_secs()
-            )));
-        }
     }
     None
 }
@@ -160,11 +150,7 @@ pub fn resolve(
     last_recovery: &Mutex<Option<Instant>>,
 ) -> Error {
     let timeout = Duration::from_millis(s.transaction_timeout_ms);
-    let facts = FenceFacts {
-        open_for,
-        timeout,
-        last_recovery: *last_recovery.lock().unwrap_or_else(|e| e.into_inner()),
-    };
+    let facts = FenceFacts { open_for, timeout };
     let verdict = match decide_by_facts(&facts) {
         Some(v) => v,
         None => {
@@ -236,7 +222,14 @@ pub fn foreign_owner<'a>(
                         "an operator set the offset of pipeline `{pipeline}` (sluice offsets set)"
                     ));
                 }
-                if !w.instance.is_empty() && w.instance != instance {
+                if w.instance.is_empty() {
+                    // After this instance's claim, its own records always name it.
+                    return Some(format!(
+                        "an offset of pipeline `{pipeline}` naming no instance was committed \
+                         (an older sluice, which writes no claim, is running)"
+                    ));
+                }
+                if w.instance != instance {
                     return Some(format!(
                         "instance {} committed an offset of pipeline `{pipeline}`",
                         w.instance
@@ -296,34 +289,34 @@ pub fn watch_for_foreign_owner(
 mod tests {
     use super::*;
 
-    fn facts(open_ms: Option<u64>, last: Option<Instant>) -> FenceFacts {
+    fn facts(open_ms: Option<u64>) -> FenceFacts {
         FenceFacts {
             open_for: open_ms.map(Duration::from_millis),
             timeout: Duration::from_millis(5000),
-            last_recovery: last,
         }
     }
 
     #[test]
     fn a_young_transaction_means_a_takeover() {
         assert!(matches!(
-            decide_by_facts(&facts(Some(4999), None)),
+            decide_by_facts(&facts(Some(4999))),
             Some(Verdict::TakenOver(_))
         ));
         assert!(matches!(
-            decide_by_facts(&facts(None, None)),
+            decide_by_facts(&facts(None)),
             Some(Verdict::TakenOver(_))
         ));
     }
 
     #[test]
-    fn an_old_transaction_needs_the_topic_unless_it_recurs() {
-        assert_eq!(decide_by_facts(&facts(Some(5000), None)), None);
-        assert_eq!(decide_by_facts(&facts(Some(60_000), None)), None);
-        assert!(matches!(
-            decide_by_facts(&facts(Some(9000), Some(Instant::now()))),
-            Some(Verdict::TakenOver(_))
-        ));
+    fn an_old_transaction_needs_the_topic_even_when_it_recurs() {
+        assert_eq!(decide_by_facts(&facts(Some(5000))), None);
+        assert_eq!(decide_by_facts(&facts(Some(60_000))), None);
+        // A second stall right after recovering from one is still decided by the topic.
+        assert_eq!(
+            decide_by_facts(&facts(Some(9000))),
+            None
+        );
     }
 
     #[test]
@@ -349,7 +342,6 @@ mod tests {
         let records: Vec<(&[u8], Option<&[u8]>)> = vec![
             (key.as_bytes(), Some(&own)),
             (b"p", Some(own_offset)),
-            (b"p", Some(old_offset)),
             (b"p", None),
             // another pipeline's claim on a shared topic
             (b"q/claim", Some(&other)),
@@ -358,6 +350,11 @@ mod tests {
         let mut with_claim = records.clone();
         with_claim.push((key.as_bytes(), Some(&other)));
         assert!(foreign_owner("p", me, with_claim).unwrap().contains("bbbb"));
+        let mut with_old = records.clone();
+        with_old.push((b"p", Some(old_offset)));
+        assert!(foreign_owner("p", me, with_old)
+            .unwrap()
+            .contains("older sluice"));
         let mut with_operator = records;
         with_operator.push((b"p", Some(operator)));
         assert!(foreign_owner("p", me, with_operator)
