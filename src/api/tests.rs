@@ -57,6 +57,8 @@ fn fake_stream(inbox: Inbox) -> tokio::task::JoinHandle<()> {
                 started_ms: 1,
                 then_stop: false,
                 tables,
+                finished_tables: 0,
+                finished_rows: 0,
             };
             inbox.publish(Some(Arc::new(progress.clone())));
             let _ = cmd.reply.send(Ok(Accepted {
@@ -1031,6 +1033,8 @@ fn the_schemas_fit_what_the_types_serialize() {
         started_ms: 1,
         then_stop: true,
         tables: vec![TableProgress::new("shop", "orders", 10)],
+        finished_tables: 0,
+        finished_rows: 0,
     };
     progress.tables[0].key = vec!["id".into()];
     progress.tables[0].after = Some(vec![crate::snapshot::progress::KeyValue::Int(4)]);

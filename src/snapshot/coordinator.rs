@@ -135,10 +135,13 @@ impl Snapshotter {
             started_ms: crate::sink::offsets::now_ms(),
             then_stop: false,
             tables: Vec::new(),
+            finished_tables: 0,
+            finished_rows: 0,
         });
         if !progress.tables.is_empty() {
             tracing::info!(
-                tables = progress.tables.len(),
+                tables = progress.table_count(),
+                finished = progress.finished_tables,
                 done = progress.tables.iter().filter(|t| t.done).count(),
                 chunk_size = cfg.chunk_size,
                 parallelism = cfg.parallelism,
@@ -175,7 +178,7 @@ impl Snapshotter {
 
     fn publish(&self) {
         if let Some(inbox) = &self.inbox {
-            let p = (!self.progress.tables.is_empty()).then(|| self.shared.clone());
+            let p = (!self.progress.is_empty()).then(|| self.shared.clone());
             inbox.publish(p);
         }
     }
@@ -188,7 +191,7 @@ impl Snapshotter {
     /// The progress as committed with the next checkpoint (`None` when there never was a
     /// snapshot).
     pub fn progress(&self) -> Option<Arc<SnapshotProgress>> {
-        (!self.progress.tables.is_empty()).then(|| self.shared.clone())
+        (!self.progress.is_empty()).then(|| self.shared.clone())
     }
 
     /// Every table is done.
@@ -385,6 +388,8 @@ impl Snapshotter {
         if self.progress.done() && self.pending.is_empty() {
             // Nothing runs: the finished entries make way.
             self.progress.tables.clear();
+            self.progress.finished_tables = 0;
+            self.progress.finished_rows = 0;
             self.plans.clear();
             self.progress.started_ms = crate::sink::offsets::now_ms();
         }
@@ -742,6 +747,7 @@ impl Snapshotter {
                     &self.connect,
                     &self.info,
                     self.cfg.chunk_size,
+                    usize::try_from(self.cfg.chunk_max_bytes).unwrap_or(usize::MAX),
                     self.cfg.parallelism,
                 )
                 .await?,
@@ -913,6 +919,8 @@ signal_table = "d.sig"
                 .iter()
                 .map(|t| TableProgress::new("d", t, 0))
                 .collect(),
+            finished_tables: 0,
+            finished_rows: 0,
         };
         Snapshotter::new(
             Some(progress),
