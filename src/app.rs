@@ -152,7 +152,9 @@ pub async fn preflight(cfg: &Config) -> Result<Vec<CheckItem>> {
             &e,
         )),
     }
-    let _ = conn.disconnect().await;
+    let _ =
+        crate::source::query::Timed::timed(conn.disconnect(), "closing the preflight connection")
+            .await;
     Ok(items)
 }
 

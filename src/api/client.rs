@@ -530,6 +530,7 @@ mod tests {
             ],
             finished_tables: 0,
             finished_rows: 0,
+            finished_requests: Vec::new(),
         };
         let t = Totals::of(&p, "a").unwrap();
         assert_eq!(

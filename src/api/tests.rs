@@ -59,6 +59,7 @@ fn fake_stream(inbox: Inbox) -> tokio::task::JoinHandle<()> {
                 tables,
                 finished_tables: 0,
                 finished_rows: 0,
+                finished_requests: Vec::new(),
             };
             inbox.publish(Some(Arc::new(progress.clone())));
             let _ = cmd.reply.send(Ok(Accepted {
@@ -1035,6 +1036,7 @@ fn the_schemas_fit_what_the_types_serialize() {
         tables: vec![TableProgress::new("shop", "orders", 10)],
         finished_tables: 0,
         finished_rows: 0,
+        finished_requests: Vec::new(),
     };
     progress.tables[0].key = vec!["id".into()];
     progress.tables[0].after = Some(vec![crate::snapshot::progress::KeyValue::Int(4)]);

@@ -292,12 +292,14 @@ mod tests {
                     tables: vec![t, TableProgress::new("shop", "items", 0), done],
                     finished_tables: 0,
                     finished_rows: 0,
+                    finished_requests: Vec::new(),
                 }
                 .for_record();
                 assert_eq!(
                     (p.tables.len(), p.finished_tables, p.finished_rows),
                     (2, 1, 5)
                 );
+                assert_eq!(p.finished_requests, ["r1"]);
                 rec.snapshot = Some(p);
             }
             let doc: serde_json::Value = serde_json::from_slice(&rec.to_bytes()).unwrap();

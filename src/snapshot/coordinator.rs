@@ -14,8 +14,9 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use super::adhoc::{parse_table_name, Accepted, AdhocRequest, Inbox, Rejected};
+use super::pool::Pool;
 use super::progress::{KeyValue, SnapshotProgress, TableProgress};
-use super::reader::{ChunkRead, Pool, Read, ReadOutcome, ReadRequest};
+use super::reader::{ChunkRead, Read, ReadOutcome, ReadRequest};
 use super::signal::{parse_signal, Signal};
 use super::window::{Arrived, Place, Watermark, Window};
 use crate::config::route::Router;
@@ -137,6 +138,7 @@ impl Snapshotter {
             tables: Vec::new(),
             finished_tables: 0,
             finished_rows: 0,
+            finished_requests: Vec::new(),
         });
         if !progress.tables.is_empty() {
             tracing::info!(
@@ -390,6 +392,7 @@ impl Snapshotter {
             self.progress.tables.clear();
             self.progress.finished_tables = 0;
             self.progress.finished_rows = 0;
+            self.progress.finished_requests.clear();
             self.plans.clear();
             self.progress.started_ms = crate::sink::offsets::now_ms();
         }
@@ -921,6 +924,7 @@ signal_table = "d.sig"
                 .collect(),
             finished_tables: 0,
             finished_rows: 0,
+            finished_requests: Vec::new(),
         };
         Snapshotter::new(
             Some(progress),

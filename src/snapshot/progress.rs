@@ -107,7 +107,7 @@ pub struct TableProgress {
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub scan: bool,
     /// Every row was emitted.
-    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    #[serde(default)]
     pub done: bool,
     /// Rows emitted so far.
     #[serde(default, skip_serializing_if = "is_zero")]
@@ -159,6 +159,10 @@ pub struct SnapshotProgress {
     /// Rows the tables counted in `finished_tables` emitted.
     #[serde(default, skip_serializing_if = "is_zero")]
     pub finished_rows: u64,
+    /// Ids of the ad-hoc requests whose tables are all done and left `tables` (one short id per
+    /// request, so that whoever follows a request can still tell it finished).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub finished_requests: Vec<String>,
 }
 
 fn is_zero(v: &u64) -> bool {
@@ -176,12 +180,20 @@ impl SnapshotProgress {
     pub fn for_record(&self) -> SnapshotProgress {
         let (done, pending): (Vec<&TableProgress>, Vec<&TableProgress>) =
             self.tables.iter().partition(|t| t.done);
+        let mut finished_requests = self.finished_requests.clone();
+        for id in done.iter().filter_map(|t| t.request.as_ref()) {
+            let running = pending.iter().any(|t| t.request.as_ref() == Some(id));
+            if !running && !finished_requests.contains(id) {
+                finished_requests.push(id.clone());
+            }
+        }
         SnapshotProgress {
             started_ms: self.started_ms,
             then_stop: self.then_stop,
             tables: pending.into_iter().cloned().collect(),
             finished_tables: self.finished_tables + done.len() as u64,
             finished_rows: self.finished_rows + done.iter().map(|t| t.rows).sum::<u64>(),
+            finished_requests,
         }
     }
 
@@ -389,6 +401,7 @@ mod tests {
             ],
             finished_tables: 0,
             finished_rows: 0,
+            finished_requests: Vec::new(),
         };
         let o = &mut p.tables[0];
         o.key = vec!["id".into()];
@@ -441,6 +454,7 @@ mod tests {
             ],
             finished_tables: 0,
             finished_rows: 0,
+            finished_requests: Vec::new(),
         };
         assert_eq!(p.next_table().map(|t| t.table.as_str()), Some("a"));
         let a = p.table_mut("d", "a").unwrap();
@@ -468,6 +482,7 @@ mod tests {
                 .collect(),
             finished_tables: 0,
             finished_rows: 0,
+            finished_requests: Vec::new(),
         }
     }
 
@@ -488,13 +503,15 @@ mod tests {
         p.tables[9_999].done = true;
         p.tables[9_999].rows = 7;
         let at_end = size(&p);
-        // 10,000 tables not started: about 70 bytes each (the names must be there).
+        eprintln!("offset record's snapshot of 10000 tables: {at_start} bytes at the start, {near_end} with one table left, {at_end} when all are done");
+        // 10,000 tables not started: about 65 bytes each (the names must be there).
         assert!(at_start < 800_000, "{at_start} bytes at the start");
         // With all but one done, the record holds one table and two counts.
         assert!(near_end < 300, "{near_end} bytes with one table left");
         assert!(at_end < 200, "{at_end} bytes when all are done");
         // Before, every done table stayed: far past Kafka's 1 MiB default message size.
         let all = serde_json::to_vec(&p).unwrap().len();
+        eprintln!("with every done table listed (the old format): {all} bytes");
         assert!(all > 1_000_000, "{all} bytes with every table listed");
         // The counts survive the round trip and add up.
         let back: SnapshotProgress =
@@ -537,10 +554,32 @@ mod tests {
         assert_eq!((r.finished_tables, r.finished_rows), (1, 42));
         assert_eq!(r.tables[0].after, Some(vec![KeyValue::Int(7)]));
         assert_eq!(r.total_rows(), 49);
-        // A table not started is written with its names and estimate only.
+        // A table not started is written with its names, done and estimate only.
         let users = serde_json::to_string(&r.tables[1]).unwrap();
-        assert_eq!(users, r#"{"db":"shop","table":"users","estimate":5}"#);
+        assert_eq!(
+            users,
+            r#"{"db":"shop","table":"users","done":false,"estimate":5}"#
+        );
         let back: TableProgress = serde_json::from_str(&users).unwrap();
         assert_eq!(back, r.tables[1]);
+    }
+
+    #[test]
+    fn a_finished_request_is_remembered_by_its_id() {
+        let mut p = many(3);
+        p.tables[0].request = Some("r1".into());
+        p.tables[1].request = Some("r1".into());
+        p.tables[2].request = Some("r2".into());
+        p.tables[0].done = true;
+        p.tables[2].done = true;
+        // r1 still has a table to read; r2 is finished.
+        let r = p.for_record();
+        assert_eq!(r.finished_requests, ["r2"]);
+        assert_eq!(r.tables.len(), 1);
+        let mut r = r;
+        r.tables[0].done = true;
+        let again = r.for_record();
+        assert_eq!(again.finished_requests, ["r2", "r1"]);
+        assert!(again.tables.is_empty() && again.done());
     }
 }

@@ -224,6 +224,7 @@ pub async fn plan_snapshot(
         tables,
         finished_tables: 0,
         finished_rows: 0,
+        finished_requests: Vec::new(),
     })
 }
 
