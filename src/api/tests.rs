@@ -1044,6 +1044,15 @@ fn the_schemas_fit_what_the_types_serialize() {
     progress.tables[0].filter = Some("id > 1".into());
     progress.tables[0].scan = true;
     check("SnapshotProgress", serde_json::to_value(&progress).unwrap());
+    // After a restart: finished tables and requests only counted.
+    let mut restarted = progress.clone();
+    restarted.finished_tables = 2;
+    restarted.finished_rows = 20;
+    restarted.finished_requests = vec!["r0".into()];
+    check(
+        "SnapshotProgress",
+        serde_json::to_value(&restarted).unwrap(),
+    );
     check("SnapshotAnswer", json!({ "snapshot": progress }));
     check("SnapshotAnswer", json!({ "snapshot": null }));
     check(

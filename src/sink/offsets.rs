@@ -285,6 +285,7 @@ mod tests {
                 let mut done = TableProgress::new("shop", "users", 5);
                 done.done = true;
                 done.rows = 5;
+                done.request = Some("r1".into());
                 // As the sink writes it: the done table only counted.
                 let p = SnapshotProgress {
                     started_ms: 1,
