@@ -11,7 +11,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use rdkafka::config::ClientConfig;
-use tokio::sync::{mpsc, watch};
+use tokio::sync::watch;
 
 use crate::config::route::Router;
 use crate::config::topics::{SHARED_OFFSETS_TOPIC, SHARED_SCHEMA_HISTORY_TOPIC};
@@ -91,6 +91,7 @@ pub fn start_spec(cfg: &Config) -> Result<StartSpec> {
 
 /// Runs preflight checks against the source and Kafka; returns all items.
 pub async fn preflight(cfg: &Config) -> Result<Vec<CheckItem>> {
+    crate::source::query::set_timeout(cfg.source.query_timeout());
     let connect = server::ConnectOptions::from_config(&cfg.source);
     let mut conn = server::connect(&connect).await?;
     let info = server::server_info(&mut conn).await?;
@@ -151,7 +152,9 @@ pub async fn preflight(cfg: &Config) -> Result<Vec<CheckItem>> {
             &e,
         )),
     }
-    let _ = conn.disconnect().await;
+    let _ =
+        crate::source::query::Timed::timed(conn.disconnect(), "closing the preflight connection")
+            .await;
     Ok(items)
 }
 
@@ -330,6 +333,7 @@ pub async fn run_with(
     shutdown: watch::Receiver<bool>,
     options: RunOptions,
 ) -> Result<()> {
+    crate::source::query::set_timeout(cfg.source.query_timeout());
     let router =
         Arc::new(Router::new(&cfg).map_err(|e| Error::definite(format!("configuration: {e}")))?);
     check_signal_table(&cfg, &router)?;
@@ -578,7 +582,7 @@ async fn attempt(run: &Running<'_>, shutdown: watch::Receiver<bool>) -> Result<(
         ops,
         options,
     } = *run;
-    let (tx, rx) = mpsc::channel(CHANNEL_CAPACITY);
+    let (tx, rx) = crate::channel::channel(CHANNEL_CAPACITY, cfg.source.channel_max_bytes);
     let handle = sink::start(
         sink_settings(cfg),
         rx,
@@ -608,7 +612,7 @@ async fn attempt(run: &Running<'_>, shutdown: watch::Receiver<bool>) -> Result<(
     if let Some(p) = committed.as_ref().and_then(|r| r.snapshot.as_ref()) {
         if p.then_stop && p.done() {
             tracing::info!(
-                rows = p.tables.iter().map(|t| t.rows).sum::<u64>(),
+                rows = p.total_rows(),
                 "the snapshot (start = \"snapshot_only\") is complete; nothing left to do"
             );
             drop(tx);

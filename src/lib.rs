@@ -13,6 +13,7 @@
 
 pub mod api;
 pub mod app;
+pub mod channel;
 pub mod config;
 pub mod encode;
 pub mod error;

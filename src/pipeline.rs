@@ -19,8 +19,15 @@ use crate::position::SourcePosition;
 use crate::schema::TableSchema;
 use crate::source::rows::{RowImage, RowsKind};
 
-/// Capacity of the source → sink channel, in messages (one rows event or boundary each).
+/// Capacity of the source → sink channel, in messages (one rows event or boundary each). The
+/// channel is also bounded by bytes: `source.channel_max_bytes` of [`Change::approx_bytes`].
 pub const CHANNEL_CAPACITY: usize = 256;
+
+/// The source → sink channel's sending half.
+pub type ChangeSender = crate::channel::Sender<Change>;
+
+/// The source → sink channel's receiving half.
+pub type ChangeReceiver = crate::channel::Receiver<Change>;
 
 /// A table as the sink sees it: its schema and where its changes go.
 #[derive(Debug)]
@@ -137,6 +144,40 @@ pub enum Change {
     /// prepared XA transactions): the sink records it now and then so a restart does not
     /// replay it.
     Progress(Checkpoint),
+}
+
+impl Change {
+    /// About the memory the message holds (what the channel's byte budget counts): the row
+    /// images of a rows event, the records of a schema change. A checkpoint's snapshot
+    /// progress is shared with the source (an `Arc`) and not counted.
+    pub fn approx_bytes(&self) -> usize {
+        let own = std::mem::size_of::<Change>();
+        own + match self {
+            Change::Rows { rows, .. } => rows
+                .iter()
+                .map(|r| {
+                    std::mem::size_of::<RowImage>()
+                        + r.before.as_deref().map_or(0, crate::value::row_bytes)
+                        + r.after.as_deref().map_or(0, crate::value::row_bytes)
+                })
+                .sum::<usize>(),
+            Change::Schema(e) => {
+                e.db.len()
+                    + e.table.len()
+                    + e.record.as_ref().map_or(0, Vec::len)
+                    + e.history
+                        .iter()
+                        .map(|(d, t, b)| d.len() + t.len() + b.as_ref().map_or(0, Vec::len))
+                        .sum::<usize>()
+            }
+            Change::Begin(m) => m.gtid.as_ref().map_or(0, String::len),
+            Change::Commit(c) | Change::Progress(c) => c
+                .xa_prepared
+                .iter()
+                .map(|(k, v)| k.len() + v.len())
+                .sum::<usize>(),
+        }
+    }
 }
 
 /// The key columns of a table's records: the route's `key_columns` when given, else the

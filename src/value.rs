@@ -117,6 +117,23 @@ impl Value {
     pub fn is_missing(&self) -> bool {
         matches!(self, Value::Missing)
     }
+
+    /// About the memory the value holds: its own size plus what it owns on the heap. Used to
+    /// bound buffers by bytes (the source → sink channel, snapshot chunks).
+    #[inline]
+    pub fn approx_bytes(&self) -> usize {
+        std::mem::size_of::<Value>()
+            + match self {
+                Value::Decimal(s) | Value::Json(s) => s.len(),
+                Value::Bytes(b) | Value::Geometry(b) => b.len(),
+                _ => 0,
+            }
+    }
+}
+
+/// About the memory a row of values holds ([`Value::approx_bytes`] of each).
+pub fn row_bytes(row: &[Value]) -> usize {
+    row.iter().map(Value::approx_bytes).sum()
 }
 
 #[cfg(test)]
@@ -126,6 +143,18 @@ mod tests {
     #[test]
     fn value_is_small() {
         assert!(std::mem::size_of::<Value>() <= 32);
+    }
+
+    #[test]
+    fn approx_bytes_count_the_heap() {
+        let base = std::mem::size_of::<Value>();
+        assert_eq!(Value::Int(5).approx_bytes(), base);
+        assert_eq!(Value::Bytes(vec![0; 1000]).approx_bytes(), base + 1000);
+        assert_eq!(Value::Json("{}".into()).approx_bytes(), base + 2);
+        assert_eq!(
+            row_bytes(&[Value::Null, Value::Geometry(vec![1; 25])]),
+            2 * base + 25
+        );
     }
 
     #[test]

@@ -2,6 +2,7 @@
 //! deletes and inserts rows of the table being read, with and without sluice being SIGKILLed
 //! during the snapshot. The table rebuilt from the topic (last record per key, deletes applied)
 //! must equal the table, and no row's `r` record may appear twice.
+//! A table of wide rows is cut into chunks by `snapshot.chunk_max_bytes`.
 //!
 //! Sizes: `SLUICE_TEST_SNAPSHOT_ROWS` (rows in the table, default 100000; twice that, in chunks
 //! of 50, for the SIGKILL test), `SLUICE_TEST_SNAPSHOT_KILLS` (SIGKILLs during the snapshot,
@@ -21,7 +22,8 @@ use support::*;
 per_flavor!(
     initial_snapshot_under_writes_equals_the_table,
     snapshot_survives_repeated_sigkills,
-    adhoc_snapshots_by_signal_and_command
+    adhoc_snapshots_by_signal_and_command,
+    wide_rows_are_chunked_by_bytes
 );
 
 /// Fills `t` with ids 1..=n.
@@ -151,8 +153,17 @@ fn snapshot_chunks(p: &Pipeline) -> (bool, u64) {
         .as_array()
         .cloned()
         .unwrap_or_default();
-    let chunks = tables.iter().filter_map(|t| t["chunks"].as_u64()).sum();
-    let done = code == 0 && !tables.is_empty() && tables.iter().all(|t| t["done"] == true);
+    // Done tables leave the record, counted in `finished_tables` (each had a chunk at least).
+    let finished = doc["snapshot"]["finished_tables"].as_u64().unwrap_or(0);
+    let chunks = tables
+        .iter()
+        .filter_map(|t| t["chunks"].as_u64())
+        .sum::<u64>()
+        + finished;
+    let done = code == 0
+        && doc["snapshot"].is_object()
+        && (!tables.is_empty() || finished > 0)
+        && tables.iter().all(|t| t["done"] == true);
     (done, chunks)
 }
 
@@ -381,8 +392,12 @@ fn adhoc_done(p: &Pipeline, request: &str) -> bool {
         .as_array()
         .cloned()
         .unwrap_or_default();
+    // A finished request's tables leave the record; its id stays in `finished_requests`.
+    let finished = doc["snapshot"]["finished_requests"]
+        .as_array()
+        .is_some_and(|ids| ids.iter().any(|id| id == request));
     let mine: Vec<&J> = tables.iter().filter(|t| t["request"] == request).collect();
-    !mine.is_empty() && mine.iter().all(|t| t["done"] == true)
+    finished || (!mine.is_empty() && mine.iter().all(|t| t["done"] == true))
 }
 
 /// Ad-hoc snapshots of a streaming pipeline (start = "latest": no initial snapshot): a
@@ -493,6 +508,58 @@ async fn adhoc_snapshots_by_signal_and_command(flavor: Flavor) {
         sig.len(),
         2,
         "[{}] the signal rows are written to their topic",
+        flavor.name
+    );
+}
+
+/// Wide rows: with `chunk_size` far above what `chunk_max_bytes` holds, a chunk ends at its
+/// bytes (3 rows of 100 kB at 256 KiB), and every row still gets exactly one `r` record.
+async fn wide_rows_are_chunked_by_bytes(flavor: Flavor) {
+    const ROWS: i64 = 30;
+    let p = Pipeline::new(
+        flavor,
+        "snapwide",
+        "\n[snapshot]\nchunk_size = 1000\nchunk_max_bytes = 262144\n",
+    );
+    p.edit_config("start = \"latest\"", "start = \"initial\"");
+    let mut c = root(flavor.port).await;
+    let db = &p.db;
+    let mut sql = vec![
+        format!("CREATE DATABASE {db}"),
+        format!("CREATE TABLE {db}.w (id INT PRIMARY KEY, b LONGBLOB NOT NULL)"),
+    ];
+    for id in 1..=ROWS {
+        sql.push(format!(
+            "INSERT INTO {db}.w VALUES ({id}, REPEAT(CHAR(65 + {id} % 26), 100000))"
+        ));
+    }
+    exec(&mut c, &sql.iter().map(String::as_str).collect::<Vec<_>>()).await;
+    let mut child = p.spawn();
+    let deadline = Instant::now() + Duration::from_secs(120);
+    while !snapshot_done(&p) {
+        assert!(
+            Instant::now() < deadline,
+            "[{}] the snapshot did not finish; log:\n{}",
+            flavor.name,
+            p.log()
+        );
+        if let Ok(Some(st)) = child.try_wait() {
+            panic!("sluice exited ({st:?}); log:\n{}", p.log());
+        }
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    let reads = reads_per_id(&consume_all(&p.topic("w"), Duration::from_secs(3)));
+    terminate(&mut child);
+    let want: BTreeMap<i64, usize> = (1..=ROWS).map(|id| (id, 1)).collect();
+    assert_eq!(reads, want, "[{}] one r record per row", flavor.name);
+    let log = p.log();
+    let chunks = log
+        .lines()
+        .filter(|l| l.contains("snapshot chunk") && l.contains(&format!("{db}.w")))
+        .count();
+    assert!(
+        chunks >= 10,
+        "[{}] {ROWS} rows of 100 kB in chunks of at most 256 KiB: {chunks} chunks; log:\n{log}",
         flavor.name
     );
 }

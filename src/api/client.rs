@@ -528,6 +528,9 @@ mod tests {
                 entry(Some("b"), 7, 7, true),
                 entry(Some("a"), 30, 20, true),
             ],
+            finished_tables: 0,
+            finished_rows: 0,
+            finished_requests: Vec::new(),
         };
         let t = Totals::of(&p, "a").unwrap();
         assert_eq!(

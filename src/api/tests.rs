@@ -57,6 +57,9 @@ fn fake_stream(inbox: Inbox) -> tokio::task::JoinHandle<()> {
                 started_ms: 1,
                 then_stop: false,
                 tables,
+                finished_tables: 0,
+                finished_rows: 0,
+                finished_requests: Vec::new(),
             };
             inbox.publish(Some(Arc::new(progress.clone())));
             let _ = cmd.reply.send(Ok(Accepted {
@@ -1031,6 +1034,9 @@ fn the_schemas_fit_what_the_types_serialize() {
         started_ms: 1,
         then_stop: true,
         tables: vec![TableProgress::new("shop", "orders", 10)],
+        finished_tables: 0,
+        finished_rows: 0,
+        finished_requests: Vec::new(),
     };
     progress.tables[0].key = vec!["id".into()];
     progress.tables[0].after = Some(vec![crate::snapshot::progress::KeyValue::Int(4)]);
@@ -1038,6 +1044,15 @@ fn the_schemas_fit_what_the_types_serialize() {
     progress.tables[0].filter = Some("id > 1".into());
     progress.tables[0].scan = true;
     check("SnapshotProgress", serde_json::to_value(&progress).unwrap());
+    // After a restart: finished tables and requests only counted.
+    let mut restarted = progress.clone();
+    restarted.finished_tables = 2;
+    restarted.finished_rows = 20;
+    restarted.finished_requests = vec!["r0".into()];
+    check(
+        "SnapshotProgress",
+        serde_json::to_value(&restarted).unwrap(),
+    );
     check("SnapshotAnswer", json!({ "snapshot": progress }));
     check("SnapshotAnswer", json!({ "snapshot": null }));
     check(

@@ -51,7 +51,10 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 
 pub use api::ApiConfig;
-pub use limits::DEFAULT_MAX_EVENT_BYTES;
+pub use limits::{
+    DEFAULT_CHANNEL_MAX_BYTES, DEFAULT_CHUNK_MAX_BYTES, DEFAULT_MAX_EVENT_BYTES,
+    DEFAULT_QUERY_TIMEOUT_MS,
+};
 pub use props::{reserved_property, ReservedProperty, RESERVED_PROPERTIES};
 pub use route::{RouteTarget, Router};
 pub use schema_registry::{SchemaRegistryConfig, SubjectNameStrategy};
@@ -332,6 +335,10 @@ pub struct SnapshotConfig {
     /// read; a busier table has the chunk read again. Default: 100000.
     #[serde(default = "default_max_window_changes")]
     pub max_window_changes: usize,
+    /// A chunk ends early once its rows hold this many bytes (about their decoded size); a
+    /// single larger row is a chunk of its own. Default: 33554432 (32 MiB).
+    #[serde(default = "limits::default_chunk_max_bytes")]
+    pub chunk_max_bytes: u64,
     /// Signal table as `db.table`: a row inserted into it (Debezium's shape: `id`, `type`,
     /// `data`) asks for an ad-hoc snapshot (`execute-snapshot`) or stops one
     /// (`stop-snapshot`); see `crate::snapshot::signal`. Default: none (no signal table).
@@ -346,6 +353,7 @@ impl Default for SnapshotConfig {
             parallelism: default_parallelism(),
             on_purged: OnPurged::default(),
             max_window_changes: default_max_window_changes(),
+            chunk_max_bytes: limits::default_chunk_max_bytes(),
             signal_table: None,
         }
     }
@@ -447,6 +455,17 @@ pub struct SourceConfig {
     /// position. Default: 1073741824 (1 GiB, the server's own `max_allowed_packet` ceiling).
     #[serde(default = "limits::default_max_event_bytes")]
     pub max_event_bytes: u64,
+    /// Bytes the source → sink channel holds (about the decoded size of its messages), besides
+    /// its 256 messages; a message larger than the whole budget is let through alone. Default:
+    /// 67108864 (64 MiB).
+    #[serde(default = "limits::default_channel_max_bytes")]
+    pub channel_max_bytes: u64,
+    /// How long a query connection (preflight, schema reads, snapshot chunks; not the binlog
+    /// stream) may wait for one answer, in milliseconds: a query's first reply, then each row
+    /// of its result. Longer is a transient error naming the query. 0 = no timeout. Default:
+    /// 60000.
+    #[serde(default = "limits::default_query_timeout_ms")]
+    pub query_timeout_ms: u64,
 }
 
 /// `source.ssl_mode`: whether and how the connections to the source use TLS (the MySQL
@@ -536,6 +555,11 @@ impl SourceConfig {
     /// `reconnect_backoff_max_ms` as a duration.
     pub fn reconnect_backoff_max(&self) -> Duration {
         Duration::from_millis(self.reconnect_backoff_max_ms)
+    }
+
+    /// `query_timeout_ms` as a duration; `None` when 0 (no timeout).
+    pub fn query_timeout(&self) -> Option<Duration> {
+        (self.query_timeout_ms > 0).then(|| Duration::from_millis(self.query_timeout_ms))
     }
 
     /// `ssl_ca`, when set.

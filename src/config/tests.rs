@@ -1677,6 +1677,72 @@ fn a_name_that_makes_illegal_default_topics_is_refused_naming_the_settings() {
     );
 }
 
+#[test]
+fn byte_and_time_limits_default_validate_and_override() {
+    let c = parse(MINIMAL).unwrap();
+    assert_eq!(c.source.max_event_bytes, 1 << 30);
+    assert_eq!(c.source.channel_max_bytes, 64 << 20);
+    assert_eq!(c.source.query_timeout_ms, 60_000);
+    assert_eq!(c.source.query_timeout(), Some(Duration::from_secs(60)));
+    assert_eq!(c.snapshot.chunk_max_bytes, 32 << 20);
+    // 0 turns the query timeout off.
+    let c = parse(&with_source("query_timeout_ms = 0")).unwrap();
+    assert_eq!(c.source.query_timeout(), None);
+    // Out of range: the problem names the setting, its variable and the default.
+    let p = assert_problem(
+        &with_source("channel_max_bytes = 1024"),
+        "source.channel_max_bytes",
+    );
+    assert_eq!(p.found, "1024");
+    assert!(p.expected.contains("65536"), "{p}");
+    assert!(
+        p.fix.contains("SLUICE_SOURCE_CHANNEL_MAX_BYTES") && p.fix.contains("67108864"),
+        "{p}"
+    );
+    assert_problem(
+        &with_source("channel_max_bytes = 4294967296"),
+        "source.channel_max_bytes",
+    );
+    let p = assert_problem(
+        &with_source("query_timeout_ms = 50"),
+        "source.query_timeout_ms",
+    );
+    assert!(
+        p.expected.contains("0 (no timeout)") && p.fix.contains("SLUICE_SOURCE_QUERY_TIMEOUT_MS"),
+        "{p}"
+    );
+    let p = assert_problem(
+        &with("[snapshot]\nchunk_max_bytes = 100"),
+        "snapshot.chunk_max_bytes",
+    );
+    assert!(
+        p.fix.contains("SLUICE_SNAPSHOT_CHUNK_MAX_BYTES") && p.fix.contains("33554432"),
+        "{p}"
+    );
+    let p = assert_problem(
+        &with_source("max_event_bytes = 10"),
+        "source.max_event_bytes",
+    );
+    assert!(p.fix.contains("SLUICE_SOURCE_MAX_EVENT_BYTES"), "{p}");
+    // Environment overrides.
+    let c = Config::from_str_with_env(
+        MINIMAL,
+        env(&[
+            ("SLUICE_SOURCE_CHANNEL_MAX_BYTES", "1048576"),
+            ("SLUICE_SOURCE_QUERY_TIMEOUT_MS", "5000"),
+            ("SLUICE_SNAPSHOT_CHUNK_MAX_BYTES", "65536"),
+        ]),
+    )
+    .unwrap();
+    assert_eq!(c.source.channel_max_bytes, 1 << 20);
+    assert_eq!(c.source.query_timeout_ms, 5000);
+    assert_eq!(c.snapshot.chunk_max_bytes, 65536);
+    let e = Config::from_str_with_env(MINIMAL, env(&[("SLUICE_SOURCE_QUERY_TIMEOUT_MS", "soon")]))
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("SLUICE_SOURCE_QUERY_TIMEOUT_MS"), "{e}");
+}
+
 proptest! {
     /// Every name the pipeline rule accepts gives legal default topic names.
     #[test]

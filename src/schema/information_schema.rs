@@ -12,6 +12,7 @@
 //! binlog at "now" reads them after taking that position, with no DDL running in between (or
 //! re-reads them if one may have run).
 
+use crate::source::query::Timed;
 use std::collections::HashMap;
 
 use mysql_async::prelude::*;
@@ -32,7 +33,8 @@ pub async fn list_base_tables(conn: &mut mysql_async::Conn, db: &str) -> Result<
                WHERE TABLE_SCHEMA = ? AND TABLE_TYPE IN ('BASE TABLE', 'SEQUENCE')";
     let mut names: Vec<String> = conn
         .exec(sql, (db,))
-        .await
+        .timed(format!("listing the tables of `{db}`"))
+        .await?
         .map_err(|e| mysql_error(format!("listing the tables of `{db}`"), &e))?;
     names.sort();
     Ok(names)
@@ -94,7 +96,8 @@ async fn load_chunk(
     );
     let rows: Vec<Row> = conn
         .exec(sql, params.clone())
-        .await
+        .timed(ctx("the default charsets"))
+        .await?
         .map_err(|e| mysql_error(ctx("the default charsets"), &e))?;
     for row in rows {
         let table: String = text(&row, 0).unwrap_or_default();
@@ -111,7 +114,8 @@ async fn load_chunk(
     );
     let rows: Vec<Row> = conn
         .exec(sql, params.clone())
-        .await
+        .timed(ctx("the columns"))
+        .await?
         .map_err(|e| mysql_error(ctx("the columns"), &e))?;
     let mut columns: HashMap<String, Vec<(u64, super::tracked::ColumnDef)>> = HashMap::new();
     for row in rows {
@@ -148,7 +152,8 @@ async fn load_chunk(
     );
     let rows: Vec<Row> = conn
         .exec(sql, params)
-        .await
+        .timed(ctx("the primary keys"))
+        .await?
         .map_err(|e| mysql_error(ctx("the primary keys"), &e))?;
     let mut keys: HashMap<String, Vec<(u64, String)>> = HashMap::new();
     for row in rows {
@@ -196,7 +201,8 @@ pub async fn load_table_schema(
              WHERE c.TABLE_SCHEMA = ? AND c.TABLE_NAME = ? ORDER BY c.ORDINAL_POSITION",
             (db, table),
         )
-        .await
+        .timed(format!("reading the column storage of `{db}`.`{table}`"))
+        .await?
         .map_err(|e| {
             mysql_error(
                 format!("reading the column storage of `{db}`.`{table}`"),

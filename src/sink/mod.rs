@@ -37,7 +37,7 @@ use std::time::{Duration, Instant};
 
 use rdkafka::config::ClientConfig;
 use rdkafka::producer::Producer;
-use tokio::sync::{mpsc, oneshot};
+use tokio::sync::oneshot;
 
 use crate::config::Delivery;
 use crate::config::{Format, OnSchemaChange};
@@ -139,7 +139,7 @@ pub struct SinkHandle {
 /// then consumes `rx` until the channel closes (shutdown) or an error occurs.
 pub fn start(
     settings: SinkSettings,
-    rx: mpsc::Receiver<Change>,
+    rx: crate::pipeline::ChangeReceiver,
     stats: Arc<SinkStats>,
     rt: tokio::runtime::Handle,
 ) -> SinkHandle {
@@ -156,7 +156,7 @@ pub fn start(
 
 fn run(
     settings: SinkSettings,
-    rx: mpsc::Receiver<Change>,
+    rx: crate::pipeline::ChangeReceiver,
     stats: Arc<SinkStats>,
     rt: tokio::runtime::Handle,
     ready_tx: oneshot::Sender<Result<Committed>>,
@@ -368,7 +368,7 @@ impl Sink {
 
     fn consume(
         &mut self,
-        mut rx: mpsc::Receiver<Change>,
+        mut rx: crate::pipeline::ChangeReceiver,
         rt: &tokio::runtime::Handle,
     ) -> Result<()> {
         loop {
@@ -748,7 +748,11 @@ impl Sink {
         let ts_ms = cp.ts_ms;
         let mut rec = OffsetRecord::new(&self.s.name, cp.position, ts_ms);
         rec.xa_prepared = cp.xa_prepared;
-        rec.snapshot = cp.snapshot.as_deref().cloned();
+        // Done tables leave the record (only counted): it stays small with many tables.
+        rec.snapshot = cp
+            .snapshot
+            .as_deref()
+            .map(crate::snapshot::progress::SnapshotProgress::for_record);
         let snapshot = cp.snapshot;
         let bytes = rec.to_bytes();
         if self.exactly_once() {

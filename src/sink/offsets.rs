@@ -282,11 +282,26 @@ mod tests {
                 ]);
                 t.rows = 8192;
                 t.chunks = 1;
-                rec.snapshot = Some(SnapshotProgress {
+                let mut done = TableProgress::new("shop", "users", 5);
+                done.done = true;
+                done.rows = 5;
+                done.request = Some("r1".into());
+                // As the sink writes it: the done table only counted.
+                let p = SnapshotProgress {
                     started_ms: 1,
                     then_stop: true,
-                    tables: vec![t, TableProgress::new("shop", "items", 0)],
-                });
+                    tables: vec![t, TableProgress::new("shop", "items", 0), done],
+                    finished_tables: 0,
+                    finished_rows: 0,
+                    finished_requests: Vec::new(),
+                }
+                .for_record();
+                assert_eq!(
+                    (p.tables.len(), p.finished_tables, p.finished_rows),
+                    (2, 1, 5)
+                );
+                assert_eq!(p.finished_requests, ["r1"]);
+                rec.snapshot = Some(p);
             }
             let doc: serde_json::Value = serde_json::from_slice(&rec.to_bytes()).unwrap();
             conforms(&schema, &doc, "offset").unwrap_or_else(|e| panic!("{doc}: {e}"));

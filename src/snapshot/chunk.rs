@@ -188,6 +188,64 @@ pub fn key_bytes(values: &[Value], idx: &[usize]) -> Vec<u8> {
     out
 }
 
+/// Where a chunk (or a scan's batch) ends: after `limit` rows, or after the row that brings its
+/// rows to `max_bytes` (`snapshot.chunk_max_bytes`). A first row larger than `max_bytes` is a
+/// chunk of its own: a chunk always holds at least one row when the range has one.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ChunkCut {
+    limit: usize,
+    max_bytes: usize,
+    rows: usize,
+    bytes: usize,
+}
+
+impl ChunkCut {
+    /// A chunk of at most `limit` rows (at least 1) and about `max_bytes` bytes.
+    pub fn new(limit: usize, max_bytes: usize) -> Self {
+        ChunkCut {
+            limit: limit.max(1),
+            max_bytes: max_bytes.max(1),
+            rows: 0,
+            bytes: 0,
+        }
+    }
+
+    /// Counts one more row of `bytes`; true when the chunk ends with it.
+    pub fn take(&mut self, bytes: usize) -> bool {
+        self.rows += 1;
+        self.bytes = self.bytes.saturating_add(bytes);
+        self.rows >= self.limit || self.bytes >= self.max_bytes
+    }
+
+    /// Rows counted so far.
+    pub fn rows(&self) -> usize {
+        self.rows
+    }
+
+    /// Bytes counted so far.
+    pub fn bytes(&self) -> usize {
+        self.bytes
+    }
+
+    /// Starts the next batch (a scan goes on after a cut).
+    pub fn reset(&mut self) {
+        self.rows = 0;
+        self.bytes = 0;
+    }
+}
+
+/// The `LIMIT` of a chunk query: `limit` rows, fewer when the table's rows are known to be wide
+/// (`avg_row_bytes` of its last chunk), so that a query does not send far more rows than the
+/// chunk keeps (the rest of a cut result is read and dropped). One row more than fits on
+/// average, so that a chunk usually ends by its bytes, not by this estimate.
+pub fn row_limit(limit: usize, max_bytes: usize, avg_row_bytes: Option<usize>) -> usize {
+    let limit = limit.max(1);
+    match avg_row_bytes {
+        Some(avg) if avg > 0 => limit.min(max_bytes / avg + 1),
+        _ => limit,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -318,5 +376,44 @@ mod tests {
             key_bytes(&[Value::Int(1)], &[0]),
             key_bytes(&[Value::UInt(1)], &[0])
         );
+    }
+
+    #[test]
+    fn a_chunk_ends_at_its_row_limit_or_its_bytes() {
+        // Narrow rows: the row limit ends the chunk.
+        let mut c = ChunkCut::new(3, 1000);
+        assert!(!c.take(10) && !c.take(10));
+        assert!(c.take(10));
+        assert_eq!((c.rows(), c.bytes()), (3, 30));
+        // Wide rows: the row that reaches the bytes is the chunk's last.
+        let mut c = ChunkCut::new(8192, 1000);
+        assert!(!c.take(400) && !c.take(400));
+        assert!(c.take(400), "1200 bytes >= 1000: the third row ends it");
+        assert_eq!(c.rows(), 3);
+        // Exactly at the limit also ends it.
+        let mut c = ChunkCut::new(8192, 1000);
+        assert!(!c.take(500));
+        assert!(c.take(500));
+        // A single row larger than the limit is a chunk of one.
+        let mut c = ChunkCut::new(8192, 1000);
+        assert!(c.take(1 << 20));
+        assert_eq!(c.rows(), 1);
+        c.reset();
+        assert_eq!((c.rows(), c.bytes()), (0, 0));
+        assert!(!c.take(1));
+        // Degenerate settings still make progress: at least one row per chunk.
+        assert!(ChunkCut::new(0, 0).take(0));
+    }
+
+    #[test]
+    fn the_row_limit_follows_the_rows_width() {
+        assert_eq!(row_limit(8192, 32 << 20, None), 8192);
+        assert_eq!(row_limit(8192, 32 << 20, Some(100)), 8192);
+        // 1 MiB rows: 33 rows asked for, 32 of them fill the chunk.
+        assert_eq!(row_limit(8192, 32 << 20, Some(1 << 20)), 33);
+        // Rows wider than a chunk: one at a time.
+        assert_eq!(row_limit(8192, 32 << 20, Some(64 << 20)), 1);
+        assert_eq!(row_limit(16384, 1000, Some(0)), 16384);
+        assert_eq!(row_limit(0, 1000, None), 1);
     }
 }

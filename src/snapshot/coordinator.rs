@@ -14,8 +14,9 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use super::adhoc::{parse_table_name, Accepted, AdhocRequest, Inbox, Rejected};
+use super::pool::Pool;
 use super::progress::{KeyValue, SnapshotProgress, TableProgress};
-use super::reader::{ChunkRead, Pool, Read, ReadOutcome, ReadRequest};
+use super::reader::{ChunkRead, Read, ReadOutcome, ReadRequest};
 use super::signal::{parse_signal, Signal};
 use super::window::{Arrived, Place, Watermark, Window};
 use crate::config::route::Router;
@@ -135,10 +136,14 @@ impl Snapshotter {
             started_ms: crate::sink::offsets::now_ms(),
             then_stop: false,
             tables: Vec::new(),
+            finished_tables: 0,
+            finished_rows: 0,
+            finished_requests: Vec::new(),
         });
         if !progress.tables.is_empty() {
             tracing::info!(
-                tables = progress.tables.len(),
+                tables = progress.table_count(),
+                finished = progress.finished_tables,
                 done = progress.tables.iter().filter(|t| t.done).count(),
                 chunk_size = cfg.chunk_size,
                 parallelism = cfg.parallelism,
@@ -175,7 +180,7 @@ impl Snapshotter {
 
     fn publish(&self) {
         if let Some(inbox) = &self.inbox {
-            let p = (!self.progress.tables.is_empty()).then(|| self.shared.clone());
+            let p = (!self.progress.is_empty()).then(|| self.shared.clone());
             inbox.publish(p);
         }
     }
@@ -188,7 +193,7 @@ impl Snapshotter {
     /// The progress as committed with the next checkpoint (`None` when there never was a
     /// snapshot).
     pub fn progress(&self) -> Option<Arc<SnapshotProgress>> {
-        (!self.progress.tables.is_empty()).then(|| self.shared.clone())
+        (!self.progress.is_empty()).then(|| self.shared.clone())
     }
 
     /// Every table is done.
@@ -385,6 +390,9 @@ impl Snapshotter {
         if self.progress.done() && self.pending.is_empty() {
             // Nothing runs: the finished entries make way.
             self.progress.tables.clear();
+            self.progress.finished_tables = 0;
+            self.progress.finished_rows = 0;
+            self.progress.finished_requests.clear();
             self.plans.clear();
             self.progress.started_ms = crate::sink::offsets::now_ms();
         }
@@ -742,6 +750,7 @@ impl Snapshotter {
                     &self.connect,
                     &self.info,
                     self.cfg.chunk_size,
+                    usize::try_from(self.cfg.chunk_max_bytes).unwrap_or(usize::MAX),
                     self.cfg.parallelism,
                 )
                 .await?,
@@ -913,6 +922,9 @@ signal_table = "d.sig"
                 .iter()
                 .map(|t| TableProgress::new("d", t, 0))
                 .collect(),
+            finished_tables: 0,
+            finished_rows: 0,
+            finished_requests: Vec::new(),
         };
         Snapshotter::new(
             Some(progress),

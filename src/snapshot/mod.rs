@@ -26,6 +26,7 @@
 pub mod adhoc;
 pub mod chunk;
 pub mod coordinator;
+pub mod pool;
 pub mod progress;
 pub mod reader;
 pub mod signal;

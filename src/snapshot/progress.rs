@@ -147,14 +147,69 @@ pub struct SnapshotProgress {
     /// Stop the pipeline once every table is done (`start = "snapshot_only"`).
     #[serde(default)]
     pub then_stop: bool,
-    /// The tables, in the order they are read.
+    /// The tables, in the order they are read. In memory every table stays (the HTTP API
+    /// follows a request to its end); the committed record keeps only those not done yet
+    /// ([`SnapshotProgress::for_record`]).
     pub tables: Vec<TableProgress>,
+    /// Tables done and left out of `tables` in the committed record: a restart needs nothing
+    /// of them (a done table is never read again), so the record stays small however many
+    /// tables a snapshot has. Left out of the JSON when 0 (as in records of older versions).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub finished_tables: u64,
+    /// Rows the tables counted in `finished_tables` emitted.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub finished_rows: u64,
+    /// Ids of the ad-hoc requests whose tables are all done and left `tables` (one short id per
+    /// request, so that whoever follows a request can still tell it finished).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub finished_requests: Vec<String>,
+}
+
+fn is_zero(v: &u64) -> bool {
+    *v == 0
 }
 
 impl SnapshotProgress {
     /// Whether every table is done.
     pub fn done(&self) -> bool {
         self.tables.iter().all(|t| t.done)
+    }
+
+    /// The progress as committed with the offset: the tables not done yet, and the done ones
+    /// only counted (`finished_tables`, `finished_rows`).
+    pub fn for_record(&self) -> SnapshotProgress {
+        let (done, pending): (Vec<&TableProgress>, Vec<&TableProgress>) =
+            self.tables.iter().partition(|t| t.done);
+        let mut finished_requests = self.finished_requests.clone();
+        for id in done.iter().filter_map(|t| t.request.as_ref()) {
+            let running = pending.iter().any(|t| t.request.as_ref() == Some(id));
+            if !running && !finished_requests.contains(id) {
+                finished_requests.push(id.clone());
+            }
+        }
+        SnapshotProgress {
+            started_ms: self.started_ms,
+            then_stop: self.then_stop,
+            tables: pending.into_iter().cloned().collect(),
+            finished_tables: self.finished_tables + done.len() as u64,
+            finished_rows: self.finished_rows + done.iter().map(|t| t.rows).sum::<u64>(),
+            finished_requests,
+        }
+    }
+
+    /// Whether there is (or was) a snapshot to report: tables listed or finished.
+    pub fn is_empty(&self) -> bool {
+        self.tables.is_empty() && self.finished_tables == 0
+    }
+
+    /// Tables of the snapshot, finished ones left out of the list included.
+    pub fn table_count(&self) -> u64 {
+        self.tables.len() as u64 + self.finished_tables
+    }
+
+    /// Rows emitted, by the listed tables and the finished ones left out.
+    pub fn total_rows(&self) -> u64 {
+        self.finished_rows + self.tables.iter().map(|t| t.rows).sum::<u64>()
     }
 
     /// The first table not done yet.
@@ -215,17 +270,27 @@ pub fn summary(p: &SnapshotProgress) -> String {
         }
         lines.push(cells);
     }
-    let done = p.tables.iter().filter(|t| t.done).count();
-    let rows = p.tables.iter().map(|t| t.rows).sum::<u64>();
-    let estimate = p.tables.iter().map(|t| t.estimate).sum::<u64>();
+    if p.finished_tables > 0 {
+        lines.push(vec![
+            format!(
+                "{} finished table{} (not listed)",
+                p.finished_tables,
+                if p.finished_tables == 1 { "" } else { "s" }
+            ),
+            format!("{} rows", p.finished_rows),
+        ]);
+    }
+    let done = p.tables.iter().filter(|t| t.done).count() as u64 + p.finished_tables;
+    let rows = p.total_rows();
+    let estimate = p.finished_rows + p.tables.iter().map(|t| t.estimate).sum::<u64>();
+    let count = p.table_count();
     lines.push(vec![
         "total".to_string(),
         rows_cell(rows, estimate, p.done()),
         chunks_cell(p.tables.iter().map(|t| t.chunks).sum()),
         format!(
-            "{done} of {} table{} done",
-            p.tables.len(),
-            if p.tables.len() == 1 { "" } else { "s" }
+            "{done} of {count} table{} done",
+            if count == 1 { "" } else { "s" }
         ),
     ]);
     // Columns aligned across the lines; a line's last cell is not padded, nor counted.
@@ -334,6 +399,9 @@ mod tests {
                 TableProgress::new("crm", "people", 10),
                 TableProgress::new("crm", "log", 100),
             ],
+            finished_tables: 0,
+            finished_rows: 0,
+            finished_requests: Vec::new(),
         };
         let o = &mut p.tables[0];
         o.key = vec!["id".into()];
@@ -384,6 +452,9 @@ mod tests {
                 TableProgress::new("d", "a", 10),
                 TableProgress::new("d", "b", 0),
             ],
+            finished_tables: 0,
+            finished_rows: 0,
+            finished_requests: Vec::new(),
         };
         assert_eq!(p.next_table().map(|t| t.table.as_str()), Some("a"));
         let a = p.table_mut("d", "a").unwrap();
@@ -399,5 +470,116 @@ mod tests {
         assert!(p.done());
         assert_eq!(KeyValue::Hex("0g".into()).to_mysql(), None);
         assert_eq!(KeyValue::from_mysql(&mysql_async::Value::NULL), None);
+    }
+
+    /// A snapshot of `n` tables in `db`, none started.
+    fn many(n: usize) -> SnapshotProgress {
+        SnapshotProgress {
+            started_ms: 1_700_000_000_000,
+            then_stop: false,
+            tables: (0..n)
+                .map(|i| TableProgress::new("shop", &format!("table_{i:05}"), 1000))
+                .collect(),
+            finished_tables: 0,
+            finished_rows: 0,
+            finished_requests: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn finished_tables_leave_the_committed_record() {
+        let mut p = many(10_000);
+        let size = |p: &SnapshotProgress| serde_json::to_vec(&p.for_record()).unwrap().len();
+        let at_start = size(&p);
+        // One table being read, with a key position.
+        for (i, t) in p.tables.iter_mut().enumerate().take(9_999) {
+            t.key = vec!["id".into()];
+            t.after = Some(vec![KeyValue::Int(123_456_789)]);
+            t.rows = 1000;
+            t.chunks = 1;
+            t.done = i < 9_999;
+        }
+        let near_end = size(&p);
+        p.tables[9_999].done = true;
+        p.tables[9_999].rows = 7;
+        let at_end = size(&p);
+        eprintln!("offset record's snapshot of 10000 tables: {at_start} bytes at the start, {near_end} with one table left, {at_end} when all are done");
+        // 10,000 tables not started: about 85 bytes each (what is still to read is listed).
+        assert!(at_start < 900_000, "{at_start} bytes at the start");
+        // With all but one done, the record holds one table and two counts.
+        assert!(near_end < 300, "{near_end} bytes with one table left");
+        assert!(at_end < 200, "{at_end} bytes when all are done");
+        // Before, every done table stayed: far past Kafka's 1 MiB default message size.
+        let all = serde_json::to_vec(&p).unwrap().len();
+        eprintln!("with every done table listed (the old format): {all} bytes");
+        assert!(all > 1_000_000, "{all} bytes with every table listed");
+        // The counts survive the round trip and add up.
+        let back: SnapshotProgress =
+            serde_json::from_slice(&serde_json::to_vec(&p.for_record()).unwrap()).unwrap();
+        assert!(back.tables.is_empty() && back.done() && !back.is_empty());
+        assert_eq!(
+            (back.finished_tables, back.finished_rows),
+            (10_000, 9_999_007)
+        );
+        assert_eq!((back.table_count(), back.total_rows()), (10_000, 9_999_007));
+        // A record written again after a restart keeps counting.
+        let again = back.for_record();
+        assert_eq!(
+            (again.finished_tables, again.finished_rows),
+            (10_000, 9_999_007)
+        );
+        assert!(summary(&again).contains("10000 finished tables (not listed)"));
+        assert!(summary(&again).contains("10000 of 10000 tables done"));
+    }
+
+    #[test]
+    fn a_record_of_the_old_format_still_reads() {
+        // Written before finished tables left the record: every table listed with all its
+        // fields, done ones included.
+        let old = r#"{"started_ms":1700000000000,"then_stop":true,"tables":[
+            {"db":"shop","table":"orders","key":["id"],"after":[{"int":42}],"done":true,
+             "rows":42,"chunks":1,"estimate":40},
+            {"db":"shop","table":"items","key":["id"],"after":[{"int":7}],"done":false,
+             "rows":7,"chunks":1,"estimate":100},
+            {"db":"shop","table":"users","done":false,"rows":0,"chunks":0,"estimate":5}]}"#;
+        let p: SnapshotProgress = serde_json::from_str(old).unwrap();
+        assert_eq!(p.tables.len(), 3);
+        assert_eq!((p.finished_tables, p.finished_rows), (0, 0));
+        assert!(p.then_stop && !p.done());
+        assert_eq!(p.next_table().unwrap().table, "items");
+        assert_eq!(p.tables[1].after, Some(vec![KeyValue::Int(7)]));
+        // Written again, the done table leaves, and the rest keep what a restart needs.
+        let r = p.for_record();
+        assert_eq!(r.tables.len(), 2);
+        assert_eq!((r.finished_tables, r.finished_rows), (1, 42));
+        assert_eq!(r.tables[0].after, Some(vec![KeyValue::Int(7)]));
+        assert_eq!(r.total_rows(), 49);
+        // A table not started is written with its names, state and counts only.
+        let users = serde_json::to_string(&r.tables[1]).unwrap();
+        assert_eq!(
+            users,
+            r#"{"db":"shop","table":"users","done":false,"rows":0,"chunks":0,"estimate":5}"#
+        );
+        let back: TableProgress = serde_json::from_str(&users).unwrap();
+        assert_eq!(back, r.tables[1]);
+    }
+
+    #[test]
+    fn a_finished_request_is_remembered_by_its_id() {
+        let mut p = many(3);
+        p.tables[0].request = Some("r1".into());
+        p.tables[1].request = Some("r1".into());
+        p.tables[2].request = Some("r2".into());
+        p.tables[0].done = true;
+        p.tables[2].done = true;
+        // r1 still has a table to read; r2 is finished.
+        let r = p.for_record();
+        assert_eq!(r.finished_requests, ["r2"]);
+        assert_eq!(r.tables.len(), 1);
+        let mut r = r;
+        r.tables[0].done = true;
+        let again = r.for_record();
+        assert_eq!(again.finished_requests, ["r2", "r1"]);
+        assert!(again.tables.is_empty() && again.done());
     }
 }

@@ -8,7 +8,7 @@ use mysql_async::prelude::*;
 use mysql_async::{Conn, Row};
 use tokio::sync::mpsc;
 
-use super::chunk::{chunk_query, split_query, KeyColumn, Range};
+use super::chunk::{chunk_query, row_limit, split_query, ChunkCut, KeyColumn, Range};
 use super::progress::KeyValue;
 use super::values::{decode_row, select_list, SESSION_SETUP};
 use super::window::Watermark;
@@ -16,8 +16,12 @@ use crate::error::{mysql_error, Error, Result};
 use crate::position::FilePos;
 use crate::schema::information_schema::load_table_schema;
 use crate::schema::{ServerFlavor, TableSchema};
+use crate::source::query::Timed;
 use crate::source::server::{self, ConnectOptions, Flavor, ServerInfo};
 use crate::value::Value;
+
+/// The purpose of a snapshot transaction's `COMMIT`, for a timeout's message.
+const END_SNAPSHOT: &str = "ending a snapshot transaction (COMMIT)";
 
 /// MySQL error: the table does not exist.
 const ER_NO_SUCH_TABLE: u16 = 1146;
@@ -170,7 +174,11 @@ pub struct Reader {
     conn: Conn,
     flavor: Flavor,
     chunk_size: usize,
+    /// `snapshot.chunk_max_bytes`.
+    chunk_max_bytes: usize,
     tables: HashMap<(String, String), Arc<TableInfo>>,
+    /// Average row bytes of each table's last chunk, for the next chunk's `LIMIT`.
+    row_bytes: HashMap<(String, String), usize>,
 }
 
 impl Reader {
@@ -180,6 +188,7 @@ impl Reader {
         options: &ConnectOptions,
         info: &ServerInfo,
         chunk_size: usize,
+        chunk_max_bytes: usize,
     ) -> Result<Self> {
         if info.flavor == Flavor::MySql && !info.gtid_mode {
             return Err(Error::definite(
@@ -197,14 +206,17 @@ impl Reader {
             .chain(["SET SESSION TRANSACTION ISOLATION LEVEL REPEATABLE READ"])
         {
             conn.query_drop(sql)
-                .await
+                .timed(format!("preparing the snapshot session ({sql})"))
+                .await?
                 .map_err(|e| mysql_error(format!("preparing the snapshot session ({sql})"), &e))?;
         }
         Ok(Reader {
             conn,
             flavor: info.flavor,
             chunk_size,
+            chunk_max_bytes,
             tables: HashMap::new(),
+            row_bytes: HashMap::new(),
         })
     }
 
@@ -314,7 +326,8 @@ impl Reader {
             let row: Option<Row> = self
                 .conn
                 .exec_first(&sql, params)
-                .await
+                .timed(format!("planning snapshot chunks ({sql})"))
+                .await?
                 .map_err(|e| Failure::Server(format!("planning snapshot chunks ({sql})"), e))?;
             let Some(row) = row else {
                 end = true;
@@ -345,11 +358,18 @@ impl Reader {
     ) -> std::result::Result<Option<ReadOutcome>, Failure> {
         // A planned range holds about a chunk; rows inserted into it since it was planned may
         // make it larger, up to twice a chunk per read (the rest is read as another chunk).
+        // Wide rows ask for fewer: about what `chunk_max_bytes` holds.
         let limit = if upto.is_some() {
             self.chunk_size.saturating_mul(2)
         } else {
             self.chunk_size
         };
+        let name = (req.db.clone(), req.table.clone());
+        let limit = row_limit(
+            limit,
+            self.chunk_max_bytes,
+            self.row_bytes.get(&name).copied(),
+        );
         let range = Range {
             after,
             upto,
@@ -365,11 +385,18 @@ impl Reader {
         )
         .map_err(|e| snapshot_error(req, e))?;
         let watermark = self.begin_snapshot().await?;
-        let read = self.read_rows(&sql, params, info).await;
-        // Ends the read-only transaction whatever happened.
-        let _ = self.conn.query_drop("COMMIT").await;
-        let (rows, last_key) = read?;
-        let full = rows.len() >= limit;
+        let read = self.read_rows(&sql, params, info, limit).await;
+        // Ends the read-only transaction whatever happened (a server error of the COMMIT is
+        // no concern of a read-only transaction; a timeout means the connection is dead).
+        let commit = self.conn.query_drop("COMMIT").timed(END_SNAPSHOT).await;
+        let (rows, last_key, cut) = read?;
+        let _ = commit?;
+        if let Some(avg) = cut.bytes().checked_div(cut.rows()) {
+            self.row_bytes.insert(name, avg.max(1));
+        }
+        // Stopped at the row limit or at the bytes: rows of the range may be left after the
+        // last key; the next chunk starts after it.
+        let full = rows.len() >= limit || cut.bytes() >= self.chunk_max_bytes;
         Ok(Some(ReadOutcome::Chunk(ChunkRead {
             seq: req.seq,
             db: req.db.clone(),
@@ -393,7 +420,8 @@ impl Reader {
         };
         self.conn
             .query_drop("START TRANSACTION WITH CONSISTENT SNAPSHOT")
-            .await
+            .timed("starting a snapshot transaction")
+            .await?
             .map_err(|e| Failure::Server("starting a snapshot transaction".into(), e))?;
         let mark = match low {
             Some(low) => {
@@ -403,43 +431,86 @@ impl Reader {
             None => self.mariadb_snapshot_position().await.map(Watermark::Exact),
         };
         if mark.is_err() {
-            let _ = self.conn.query_drop("COMMIT").await;
+            let _ = self.conn.query_drop("COMMIT").timed(END_SNAPSHOT).await;
         }
         Ok(mark?)
     }
 
+    /// The rows of one chunk query, in key order, up to `limit` rows or
+    /// `snapshot.chunk_max_bytes` ([`ChunkCut`]), with the key of the last row kept. After a
+    /// cut the rest of the result is read and dropped (the connection must be drained).
     async fn read_rows(
         &mut self,
         sql: &str,
         params: Vec<mysql_async::Value>,
         info: &TableInfo,
-    ) -> std::result::Result<(Vec<Vec<Value>>, Option<Vec<KeyValue>>), Failure> {
-        let result: Vec<Row> = self
-            .conn
-            .exec(sql, params)
-            .await
-            .map_err(|e| Failure::Server(format!("reading a snapshot chunk ({sql})"), e))?;
+        limit: usize,
+    ) -> std::result::Result<(Vec<Vec<Value>>, Option<Vec<KeyValue>>, ChunkCut), Failure> {
         let n = info.schema.columns.len();
-        let mut rows = Vec::with_capacity(result.len());
-        let mut last_key = None;
-        let count = result.len();
-        for (i, row) in result.into_iter().enumerate() {
-            if i + 1 == count && !info.key.is_empty() {
-                last_key = Some(row_key(&row, n, info.key.len()).ok_or_else(|| {
-                    Error::definite(format!(
-                        "snapshot of `{}`.`{}`: a key column is NULL in the last row of a chunk",
-                        info.schema.db, info.schema.table
-                    ))
-                })?);
+        let k = info.key.len();
+        let mut cut = ChunkCut::new(limit, self.chunk_max_bytes);
+        let mut rows = Vec::new();
+        let mut last_raw: Option<Vec<mysql_async::Value>> = None;
+        let what = format!("reading a snapshot chunk ({sql})");
+        let context = || what.clone();
+        let mut result = self
+            .conn
+            .exec_iter(sql, params)
+            .timed(&what)
+            .await?
+            .map_err(|e| Failure::Server(context(), e))?;
+        // The timeout bounds each row: a long chunk that keeps sending never times out.
+        loop {
+            let row = result
+                .next()
+                .timed(&what)
+                .await?
+                .map_err(|e| Failure::Server(context(), e))?;
+            let Some(mut row) = row else { break };
+            // The raw key values appended after the select list (moved out, not decoded).
+            last_raw = Some(
+                (n..n + k)
+                    .map(|i| row.take(i).unwrap_or(mysql_async::Value::NULL))
+                    .collect(),
+            );
+            let values = decode_row(&info.schema, row)?;
+            let ends = cut.take(crate::value::row_bytes(&values));
+            rows.push(values);
+            if ends {
+                break;
             }
-            rows.push(decode_row(&info.schema, row)?);
         }
-        Ok((rows, last_key))
+        // Drains what a cut left (bounded by the query's LIMIT; nothing is kept).
+        while result
+            .next()
+            .timed(&what)
+            .await?
+            .map_err(|e| Failure::Server(context(), e))?
+            .is_some()
+        {}
+        drop(result);
+        let last_key = match last_raw {
+            Some(raw) if k > 0 => Some(
+                raw.iter()
+                    .map(KeyValue::from_mysql)
+                    .collect::<Option<Vec<_>>>()
+                    .ok_or_else(|| {
+                        Error::definite(format!(
+                            "snapshot of `{}`.`{}`: a key column is NULL in the last row of a \
+                             chunk",
+                            info.schema.db, info.schema.table
+                        ))
+                    })?,
+            ),
+            _ => None,
+        };
+        Ok((rows, last_key, cut))
     }
 
     /// The whole table (matching the filter) in one consistent snapshot, sent to `out` in
-    /// batches of `chunk_size` rows as they are read (the bounded channel holds the read back
-    /// while the stream catches up, so memory holds a few batches, not the table).
+    /// batches of `chunk_size` rows or `chunk_max_bytes` as they are read (the bounded channel
+    /// holds the read back while the stream catches up, so memory holds a few batches, not the
+    /// table).
     async fn scan(
         &mut self,
         req: &ReadRequest,
@@ -454,23 +525,31 @@ impl Reader {
             .map_err(|e| snapshot_error(req, e))?;
         let watermark = self.begin_snapshot().await?;
         let chunk_size = self.chunk_size;
+        let mut cut = ChunkCut::new(chunk_size, self.chunk_max_bytes);
         let conn = &mut self.conn;
-        let read = async {
+        let what = format!("scanning a table ({sql})");
+        let read: std::result::Result<(), Failure> = async {
             let mut result = conn
                 .exec_iter(sql.as_str(), params)
-                .await
+                .timed(&what)
+                .await?
                 .map_err(|e| Failure::Server(format!("scanning a table ({sql})"), e))?;
             let mut rows = Vec::with_capacity(chunk_size);
             loop {
                 let row = result
                     .next()
-                    .await
+                    .timed(&what)
+                    .await?
                     .map_err(|e| Failure::Server(format!("scanning a table ({sql})"), e))?;
                 let last = row.is_none();
+                let mut ends = last;
                 if let Some(row) = row {
-                    rows.push(decode_row(&info.schema, row)?);
+                    let values = decode_row(&info.schema, row)?;
+                    ends |= cut.take(crate::value::row_bytes(&values));
+                    rows.push(values);
                 }
-                if rows.len() >= chunk_size || last {
+                if ends {
+                    cut.reset();
                     let batch = ChunkRead {
                         seq: req.seq,
                         db: req.db.clone(),
@@ -494,8 +573,10 @@ impl Reader {
             }
         }
         .await;
-        let _ = self.conn.query_drop("COMMIT").await;
-        read
+        let commit = self.conn.query_drop("COMMIT").timed(END_SNAPSHOT).await;
+        read?;
+        let _ = commit?;
+        Ok(())
     }
 
     /// `binlog_snapshot_file` and `binlog_snapshot_position` of the open consistent snapshot.
@@ -503,7 +584,8 @@ impl Reader {
         let rows: Vec<(String, String)> = self
             .conn
             .query("SHOW STATUS LIKE 'binlog_snapshot_%'")
-            .await
+            .timed("reading the snapshot's binlog position")
+            .await?
             .map_err(|e| mysql_error("reading the snapshot's binlog position", &e))?;
         let get = |name: &str| {
             rows.iter()
@@ -590,7 +672,8 @@ impl Reader {
                  ORDER BY s.INDEX_NAME, s.SEQ_IN_INDEX",
                 (db, table),
             )
-            .await
+            .timed(format!("reading the unique indexes of `{db}`.`{table}`"))
+            .await?
             .map_err(|e| {
                 mysql_error(
                     format!("reading the unique indexes of `{db}`.`{table}`"),
@@ -628,7 +711,8 @@ impl Reader {
                  FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = ? AND TABLE_NAME = ?",
                 (db, table),
             )
-            .await
+            .timed(format!("reading the collations of `{db}`.`{table}`"))
+            .await?
             .map_err(|e| mysql_error(format!("reading the collations of `{db}`.`{table}`"), &e))?;
         Ok(rows
             .into_iter()
@@ -651,80 +735,6 @@ fn snapshot_error(req: &ReadRequest, e: String) -> Failure {
     )))
 }
 
-/// `parallelism` chunk readers, each on its own connection, taking requests from one queue.
-pub struct Pool {
-    requests: mpsc::Sender<ReadRequest>,
-    results: mpsc::Receiver<Result<ReadOutcome>>,
-    tasks: Vec<tokio::task::JoinHandle<()>>,
-}
-
-impl Drop for Pool {
-    fn drop(&mut self) {
-        for t in &self.tasks {
-            t.abort();
-        }
-    }
-}
-
-impl Pool {
-    /// Connects the readers.
-    pub async fn start(
-        options: &ConnectOptions,
-        info: &ServerInfo,
-        chunk_size: usize,
-        parallelism: usize,
-    ) -> Result<Pool> {
-        let n = parallelism.max(1);
-        let (req_tx, req_rx) = mpsc::channel::<ReadRequest>(n * 2);
-        let (res_tx, res_rx) = mpsc::channel(n * 2);
-        let req_rx = Arc::new(tokio::sync::Mutex::new(req_rx));
-        let readers = futures_util::future::try_join_all(
-            (0..n).map(|_| Reader::connect(options, info, chunk_size)),
-        )
-        .await?;
-        let tasks = readers
-            .into_iter()
-            .map(|mut reader| {
-                let (req_rx, res_tx) = (req_rx.clone(), res_tx.clone());
-                tokio::spawn(async move {
-                    loop {
-                        let req = { req_rx.lock().await.recv().await };
-                        let Some(req) = req else { return };
-                        let out = reader.serve(&req, &res_tx).await;
-                        let failed = out.is_err();
-                        let sent = match out {
-                            Ok(None) => true,
-                            Ok(Some(o)) => res_tx.send(Ok(o)).await.is_ok(),
-                            Err(e) => res_tx.send(Err(e)).await.is_ok(),
-                        };
-                        if !sent || failed {
-                            return;
-                        }
-                    }
-                })
-            })
-            .collect();
-        Ok(Pool {
-            requests: req_tx,
-            results: res_rx,
-            tasks,
-        })
-    }
-
-    /// Queues a request.
-    pub async fn send(&self, req: ReadRequest) -> Result<()> {
-        self.requests
-            .send(req)
-            .await
-            .map_err(|_| Error::transient("the snapshot readers stopped"))
-    }
-
-    /// The next result (cancel-safe).
-    pub async fn next(&mut self) -> Option<Result<ReadOutcome>> {
-        self.results.recv().await
-    }
-}
-
 /// The server's row estimate of one table (`information_schema.TABLES.TABLE_ROWS`; 0 when the
 /// engine keeps none), for a table an ad-hoc request adds.
 async fn estimate_rows(conn: &mut Conn, db: &str, table: &str) -> Result<u64> {
@@ -733,7 +743,8 @@ async fn estimate_rows(conn: &mut Conn, db: &str, table: &str) -> Result<u64> {
             "SELECT TABLE_ROWS FROM information_schema.TABLES WHERE TABLE_SCHEMA = ? AND TABLE_NAME = ?",
             (db, table),
         )
-        .await
+        .timed(format!("estimating the rows of `{db}`.`{table}`"))
+        .await?
         .map_err(|e| mysql_error(format!("estimating the rows of `{db}`.`{table}`"), &e))?;
     Ok(n.flatten().unwrap_or(0))
 }

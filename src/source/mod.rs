@@ -9,6 +9,7 @@ mod json_diff;
 pub mod packet;
 pub mod payload;
 pub mod preflight;
+pub mod query;
 pub mod replication;
 pub mod retention;
 pub mod rows;

@@ -2,6 +2,7 @@
 //! reported as ok or as a problem that names the setting, the value found, the value expected
 //! and the fix.
 
+use crate::source::query::Timed;
 use mysql_async::prelude::*;
 use mysql_async::Conn;
 
@@ -291,9 +292,20 @@ pub async fn check_tls(conn: &mut Conn, mode: SslMode) -> CheckItem {
 async fn check_replica_ids(conn: &mut Conn, our_server_id: u32) -> Option<CheckItem> {
     // SHOW REPLICAS (MySQL 8.0.22+; the only spelling in MySQL 9) and SHOW SLAVE HOSTS
     // (older MySQL, MariaDB) have the same first columns: server id, host, port.
-    let rows: Vec<mysql_async::Row> = match conn.query("SHOW REPLICAS").await {
+    // A timeout skips the check (the next query that must succeed reports it).
+    let rows: Vec<mysql_async::Row> = match conn
+        .query("SHOW REPLICAS")
+        .timed("SHOW REPLICAS")
+        .await
+        .ok()?
+    {
         Ok(rows) => rows,
-        Err(_) => conn.query("SHOW SLAVE HOSTS").await.ok()?,
+        Err(_) => conn
+            .query("SHOW SLAVE HOSTS")
+            .timed("SHOW SLAVE HOSTS")
+            .await
+            .ok()?
+            .ok()?,
     };
     let clash = rows.iter().find(|r| {
         let id: Option<u32> = r.get(0);
@@ -324,9 +336,10 @@ async fn check_replica_ids(conn: &mut Conn, our_server_id: u32) -> Option<CheckI
 }
 
 async fn check_grants(conn: &mut Conn) -> CheckItem {
-    let grants: Vec<String> = match conn.query("SHOW GRANTS").await {
-        Ok(g) => g,
-        Err(e) => {
+    let grants: Vec<String> = match conn.query("SHOW GRANTS").timed("SHOW GRANTS").await {
+        Err(e) => return CheckItem::failed("grants", "SHOW GRANTS timed out", &e),
+        Ok(Ok(g)) => g,
+        Ok(Err(e)) => {
             return CheckItem::failed(
                 "grants",
                 "SHOW GRANTS failed",

@@ -18,6 +18,7 @@
 //! size (MariaDB's `binlog_space_limit`, MySQL's `binlog_expire_logs_auto_purge = OFF` aside)
 //! and manual `PURGE BINARY LOGS` are not predicted.
 
+use crate::source::query::Timed;
 use std::time::Duration;
 
 use mysql_async::prelude::Queryable;
@@ -72,23 +73,27 @@ pub fn headroom(
 async fn read_server(conn: &mut Conn) -> Result<(Option<Duration>, Option<u64>)> {
     let seconds: Option<u64> = conn
         .query_first("SELECT @@global.binlog_expire_logs_seconds")
-        .await
+        .timed("reading @@binlog_expire_logs_seconds")
+        .await?
         .ok()
         .flatten();
     let days: Option<f64> = conn
         .query_first("SELECT CAST(@@global.expire_logs_days AS DOUBLE)")
-        .await
+        .timed("reading @@expire_logs_days")
+        .await?
         .ok()
         .flatten();
     let auto_purge: Option<String> = conn
         .query_first("SELECT @@global.binlog_expire_logs_auto_purge")
-        .await
+        .timed("reading @@binlog_expire_logs_auto_purge")
+        .await?
         .ok()
         .flatten();
     let auto_purge = auto_purge.map(|v| v.eq_ignore_ascii_case("ON") || v == "1");
     let logs: Vec<mysql_async::Row> = conn
         .query("SHOW BINARY LOGS")
-        .await
+        .timed("listing the binary logs (SHOW BINARY LOGS)")
+        .await?
         .map_err(|e| crate::error::mysql_error("listing the binary logs (SHOW BINARY LOGS)", &e))?;
     let oldest = logs
         .first()

@@ -9,6 +9,7 @@
 //! read, and the whole read is repeated. The definitions go into the schema history in the
 //! pipeline's first Kafka transaction, with the start position.
 
+use crate::source::query::Timed;
 use std::time::Duration;
 
 use mysql_async::prelude::*;
@@ -97,7 +98,8 @@ pub async fn included_tables(conn: &mut Conn, router: &Router) -> Result<Vec<(St
             "SELECT TABLE_SCHEMA, TABLE_NAME FROM information_schema.TABLES \
              WHERE TABLE_TYPE IN ('BASE TABLE', 'SEQUENCE')",
         )
-        .await
+        .timed("listing the source's tables")
+        .await?
         .map_err(|e| mysql_error("listing the source's tables", &e))?;
     Ok(
         routed(rows.into_iter().map(|(db, table)| (db, table, ())), router)?
@@ -140,15 +142,21 @@ async fn ddl_between(
         from.file.replace('\'', "''"),
         from.pos
     );
-    let rows: Vec<Row> = conn.query(sql).await.map_err(|e| {
-        mysql_error(
-            format!(
-                "reading the binlog events between {from} and {to_pos} (SHOW BINLOG EVENTS \
+    let rows: Vec<Row> = conn
+        .query(sql)
+        .timed(format!(
+            "reading the binlog events between {from} and {to_pos}"
+        ))
+        .await?
+        .map_err(|e| {
+            mysql_error(
+                format!(
+                    "reading the binlog events between {from} and {to_pos} (SHOW BINLOG EVENTS \
                  needs REPLICATION SLAVE on MySQL, BINLOG MONITOR on MariaDB)"
-            ),
-            &e,
-        )
-    })?;
+                ),
+                &e,
+            )
+        })?;
     let events = rows.into_iter().map(|r| {
         let pos: u64 = r.get("Pos").unwrap_or(u64::MAX);
         let etype: String = r.get("Event_type").unwrap_or_default();
@@ -197,7 +205,8 @@ pub async fn plan_snapshot(
             "SELECT TABLE_SCHEMA, TABLE_NAME, TABLE_ROWS FROM information_schema.TABLES \
              WHERE TABLE_TYPE IN ('BASE TABLE', 'SEQUENCE')",
         )
-        .await
+        .timed("listing the source's tables and their row estimates")
+        .await?
         .map_err(|e| mysql_error("listing the source's tables and their row estimates", &e))?;
     let tables: Vec<TableProgress> = routed(rows, router)?
         .into_iter()
@@ -213,6 +222,9 @@ pub async fn plan_snapshot(
         started_ms: crate::sink::offsets::now_ms(),
         then_stop,
         tables,
+        finished_tables: 0,
+        finished_rows: 0,
+        finished_requests: Vec::new(),
     })
 }
 

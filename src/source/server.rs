@@ -1,6 +1,7 @@
 //! Talking to the source server outside the binlog stream: connecting, detecting the flavour,
 //! reading settings, binary logs and the current position.
 
+use crate::source::query::Timed;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -207,7 +208,8 @@ fn client_identity(cert: &Path, key: &Path) -> Result<ClientIdentity> {
 pub async fn tls_status(conn: &mut Conn) -> Result<Option<String>> {
     let rows: Vec<(String, String)> = conn
         .query("SHOW SESSION STATUS WHERE Variable_name IN ('Ssl_version', 'Ssl_cipher')")
-        .await
+        .timed("reading the session's TLS status")
+        .await?
         .map_err(|e| mysql_error("reading the session's TLS status", &e))?;
     let get = |name: &str| {
         rows.iter()
@@ -395,7 +397,8 @@ async fn var(conn: &mut Conn, name: &str) -> Result<Option<String>> {
     let q = format!("SHOW GLOBAL VARIABLES LIKE '{name}'");
     let row: Option<(String, Option<String>)> = conn
         .query_first(q)
-        .await
+        .timed(format!("reading @@{name}"))
+        .await?
         .map_err(|e| mysql_error(format!("reading @@{name}"), &e))?;
     Ok(row.and_then(|(_, v)| v))
 }
@@ -404,7 +407,8 @@ async fn var(conn: &mut Conn, name: &str) -> Result<Option<String>> {
 pub async fn server_info(conn: &mut Conn) -> Result<ServerInfo> {
     let version: Option<String> = conn
         .query_first("SELECT VERSION()")
-        .await
+        .timed("reading the server version")
+        .await?
         .map_err(|e| mysql_error("reading the server version", &e))?;
     let version = version.unwrap_or_default();
     let flavor = if version.to_ascii_lowercase().contains("mariadb") {
@@ -473,7 +477,8 @@ pub async fn server_info(conn: &mut Conn) -> Result<ServerInfo> {
 pub async fn binary_logs(conn: &mut Conn) -> Result<Vec<String>> {
     let rows: Vec<mysql_async::Row> = conn
         .query("SHOW BINARY LOGS")
-        .await
+        .timed("SHOW BINARY LOGS")
+        .await?
         .map_err(|e| mysql_error("SHOW BINARY LOGS", &e))?;
     Ok(rows
         .into_iter()
@@ -491,11 +496,12 @@ pub async fn current_file_pos(conn: &mut Conn, info: &ServerInfo) -> Result<File
     } else {
         ("SHOW MASTER STATUS", "SHOW BINARY LOG STATUS")
     };
-    let row: Option<mysql_async::Row> = match conn.query_first(first).await {
+    let row: Option<mysql_async::Row> = match conn.query_first(first).timed(first).await? {
         Ok(r) => r,
         Err(mysql_async::Error::Server(se)) if se.code == ER_PARSE_ERROR => conn
             .query_first(second)
-            .await
+            .timed(second)
+            .await?
             .map_err(|e| mysql_error(second, &e))?,
         Err(e) => return Err(mysql_error(first, &e)),
     };
@@ -528,7 +534,8 @@ pub fn mysql_version_at_least(version: &str, min: (u32, u32)) -> bool {
 pub async fn mysql_gtid_var(conn: &mut Conn, name: &str) -> Result<GtidSet> {
     let v: Option<String> = conn
         .query_first(format!("SELECT @@GLOBAL.{name}"))
-        .await
+        .timed(format!("reading @@{name}"))
+        .await?
         .map_err(|e| mysql_error(format!("reading @@{name}"), &e))?;
     v.unwrap_or_default()
         .parse()
@@ -539,7 +546,8 @@ pub async fn mysql_gtid_var(conn: &mut Conn, name: &str) -> Result<GtidSet> {
 pub async fn mariadb_binlog_gtid_pos(conn: &mut Conn) -> Result<GtidList> {
     let v: Option<String> = conn
         .query_first("SELECT @@GLOBAL.gtid_binlog_pos")
-        .await
+        .timed("reading @@gtid_binlog_pos")
+        .await?
         .map_err(|e| mysql_error("reading @@gtid_binlog_pos", &e))?;
     v.unwrap_or_default()
         .parse()
@@ -552,7 +560,8 @@ pub async fn mariadb_binlog_gtid_pos(conn: &mut Conn) -> Result<GtidList> {
 pub async fn mariadb_gtid_at_file_start(conn: &mut Conn, file: &str) -> Result<Option<GtidList>> {
     let v: Option<Option<String>> = conn
         .exec_first("SELECT BINLOG_GTID_POS(?, 4)", (file,))
-        .await
+        .timed("reading BINLOG_GTID_POS")
+        .await?
         .map_err(|e| mysql_error("reading BINLOG_GTID_POS", &e))?;
     v.flatten()
         .map(|text| {

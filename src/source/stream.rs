@@ -25,7 +25,7 @@ use crate::config::route::RouteTarget;
 use crate::config::route::Router;
 use crate::config::OnSchemaChange;
 use crate::error::{mysql_error, Error, Result};
-use crate::pipeline::{Change, Checkpoint, SchemaEvent, TableCtx, TxnMeta};
+use crate::pipeline::{Change, ChangeSender, Checkpoint, SchemaEvent, TableCtx, TxnMeta};
 use crate::position::{FilePos, Gtid, GtidList, GtidSet, SourcePosition, StartSpec, Uuid16};
 use crate::schema::ddl::{parse_ddl_with, DdlChange, DdlParse, SqlMode};
 use crate::schema::tracked::{
@@ -1584,7 +1584,7 @@ pub async fn run(
     settings: &SourceSettings,
     info: &ServerInfo,
     resume: ResumePoint,
-    tx: mpsc::Sender<Change>,
+    tx: ChangeSender,
     skip: SkipSet,
     mut shutdown: watch::Receiver<bool>,
 ) -> Result<()> {
@@ -1683,7 +1683,7 @@ pub async fn run(
             if let Some(s) = snap.as_mut() {
                 s.observe(&mut change);
             }
-            if tx.send(change).await.is_err() {
+            if send(&tx, change).await.is_err() {
                 return Ok(());
             }
         }
@@ -1726,7 +1726,7 @@ pub async fn run(
                     let mut change =
                         Change::Progress(asm.tracker().checkpoint(crate::sink::offsets::now_ms()));
                     s.observe(&mut change);
-                    if tx.send(change).await.is_err() {
+                    if send(&tx, change).await.is_err() {
                         return Ok(());
                     }
                     if snapshot_step(&mut snap, &asm, &tx, &mut shutdown).await? == Flow::Stop {
@@ -1850,6 +1850,16 @@ async fn next_snapshot_result(
     }
 }
 
+/// Sends one change, its bytes counted against the channel's budget (not for a `select!`
+/// branch: dropping this future drops the change).
+async fn send(
+    tx: &ChangeSender,
+    change: Change,
+) -> std::result::Result<(), crate::channel::Closed> {
+    let bytes = change.approx_bytes();
+    tx.send(change, bytes).await
+}
+
 /// The next ad-hoc snapshot request, or never without an API.
 async fn next_command(
     commands: &mut Option<
@@ -1867,7 +1877,7 @@ async fn next_command(
 async fn snapshot_step(
     snap: &mut Option<Snapshotter>,
     asm: &Assembler,
-    tx: &mpsc::Sender<Change>,
+    tx: &ChangeSender,
     shutdown: &mut watch::Receiver<bool>,
 ) -> Result<Flow> {
     let Some(s) = snap.as_mut() else {
@@ -1878,12 +1888,16 @@ async fn snapshot_step(
     }
     if let Some(changes) = s.try_emit(asm.tracker())? {
         for change in changes {
-            // Cancel safety: `send` is only dropped when shutdown wins, and then the pipeline
-            // stops (the change is not needed); `changed` is cancel-safe.
+            // Cancel safety: `reserve` takes no message (the change stays here until its room
+            // is reserved, then goes in synchronously), and `changed` is cancel-safe.
+            let bytes = change.approx_bytes();
             tokio::select! {
                 biased;
                 _ = shutdown.changed() => return Ok(Flow::Stop),
-                r = tx.send(change) => if r.is_err() { return Ok(Flow::Stop) },
+                p = tx.reserve(bytes) => match p {
+                    Ok(p) => p.send(change),
+                    Err(_) => return Ok(Flow::Stop),
+                },
             }
         }
     }
@@ -1906,7 +1920,7 @@ async fn forward(
     asm: &mut Assembler,
     ts: u32,
     out: &mut Vec<Change>,
-    tx: &mpsc::Sender<Change>,
+    tx: &ChangeSender,
     shutdown: &mut watch::Receiver<bool>,
     snap: &mut Option<Snapshotter>,
 ) -> Result<bool> {
@@ -1915,7 +1929,7 @@ async fn forward(
             if let Some(s) = snap.as_mut() {
                 s.observe(&mut change);
             }
-            if tx.send(change).await.is_err() {
+            if send(tx, change).await.is_err() {
                 return Ok(false);
             }
         }
@@ -1930,11 +1944,15 @@ async fn forward(
         if let Some(s) = snap.as_mut() {
             s.observe(&mut change);
         }
-        // Cancel safety: as in `snapshot_step`, `send` is only dropped when the pipeline stops.
+        // Cancel safety: as in `snapshot_step`, `reserve` takes no message.
+        let bytes = change.approx_bytes();
         tokio::select! {
             biased;
             _ = shutdown.changed() => return Ok(false),
-            r = tx.send(change) => if r.is_err() { return Ok(false) },
+            p = tx.reserve(bytes) => match p {
+                Ok(p) => p.send(change),
+                Err(_) => return Ok(false),
+            },
         }
     }
     Ok(true)
@@ -1979,7 +1997,7 @@ async fn replay_xa(
     info: &ServerInfo,
     r: &XaReplay,
     defs: Vec<TableDef>,
-    tx: &mpsc::Sender<Change>,
+    tx: &ChangeSender,
     snap: &mut Option<Snapshotter>,
 ) -> Result<bool> {
     tracing::info!(xid = %r.xid, from = %r.from, "XA COMMIT: reading the prepared transaction again");
@@ -2032,7 +2050,7 @@ async fn replay_xa(
             if let Some(s) = snap.as_mut() {
                 s.observe(&mut change);
             }
-            if tx.send(change).await.is_err() {
+            if send(tx, change).await.is_err() {
                 return Err(Error::transient("the sink stopped during an XA replay"));
             }
         }

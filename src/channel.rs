@@ -1,0 +1,231 @@
+//! The source → sink channel, bounded by message count *and* by bytes.
+//!
+//! Invariant: the messages in the channel hold at most `max_bytes` (as their senders sized
+//! them) and at most `capacity` messages, except that a message larger than the whole byte
+//! budget is let through alone: it waits until the channel is empty of bytes, then takes the
+//! whole budget, so nothing deadlocks and nothing else is queued beside it. The bytes of a
+//! message are given back when the receiver takes it off (or when the channel is dropped with
+//! it inside).
+//!
+//! Cancel safety: [`Sender::reserve`] takes no message. It first acquires the bytes, then a
+//! slot; a dropped `reserve` gives both back, and the caller still holds its message.
+//! [`Permit::send`] is synchronous and cannot fail, so a message is either in the channel or
+//! still the caller's, never lost in between. [`Receiver::recv`] is cancel-safe as
+//! `tokio::sync::mpsc::Receiver::recv` is: a message is only taken when it completes.
+
+use std::sync::Arc;
+
+use tokio::sync::{mpsc, OwnedSemaphorePermit, Semaphore};
+
+/// The receiver is gone: the message cannot be delivered.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Closed;
+
+/// A message in the channel with the bytes it holds of the budget.
+struct Slot<T> {
+    msg: T,
+    _bytes: OwnedSemaphorePermit,
+}
+
+/// The sending half.
+pub struct Sender<T> {
+    tx: mpsc::Sender<Slot<T>>,
+    budget: Arc<Semaphore>,
+    max: u32,
+}
+
+/// The receiving half.
+pub struct Receiver<T> {
+    rx: mpsc::Receiver<Slot<T>>,
+    budget: Arc<Semaphore>,
+}
+
+/// Room for one message of a given size, reserved by [`Sender::reserve`].
+pub struct Permit<'a, T> {
+    slot: mpsc::Permit<'a, Slot<T>>,
+    bytes: OwnedSemaphorePermit,
+}
+
+/// A channel of at most `capacity` messages (at least 1) and `max_bytes` bytes (clamped to
+/// `1..=u32::MAX`).
+pub fn channel<T>(capacity: usize, max_bytes: u64) -> (Sender<T>, Receiver<T>) {
+    let max = u32::try_from(max_bytes.max(1)).unwrap_or(u32::MAX);
+    let budget = Arc::new(Semaphore::new(max as usize));
+    let (tx, rx) = mpsc::channel(capacity.max(1));
+    (
+        Sender {
+            tx,
+            budget: budget.clone(),
+            max,
+        },
+        Receiver { rx, budget },
+    )
+}
+
+impl<T> Sender<T> {
+    /// The share of the budget a message of `bytes` takes: at least 1, at most all of it.
+    fn permits(&self, bytes: usize) -> u32 {
+        u32::try_from(bytes).unwrap_or(u32::MAX).clamp(1, self.max)
+    }
+
+    /// Waits until a message of `bytes` fits, and reserves its room. Cancel-safe: dropping
+    /// the future gives back whatever it had acquired.
+    pub async fn reserve(&self, bytes: usize) -> Result<Permit<'_, T>, Closed> {
+        let bytes = self
+            .budget
+            .clone()
+            .acquire_many_owned(self.permits(bytes))
+            .await
+            .map_err(|_| Closed)?;
+        let slot = self.tx.reserve().await.map_err(|_| Closed)?;
+        Ok(Permit { slot, bytes })
+    }
+
+    /// Sends `msg` of `bytes` once it fits. Dropping the future drops `msg` with it: in a
+    /// `select!` that must keep the message, use [`Sender::reserve`] and [`Permit::send`].
+    pub async fn send(&self, msg: T, bytes: usize) -> Result<(), Closed> {
+        self.reserve(bytes).await?.send(msg);
+        Ok(())
+    }
+
+    /// Bytes of the budget free now.
+    pub fn free_bytes(&self) -> usize {
+        self.budget.available_permits()
+    }
+
+    /// The whole byte budget.
+    pub fn max_bytes(&self) -> usize {
+        self.max as usize
+    }
+}
+
+impl<T> Permit<'_, T> {
+    /// Puts `msg` into the reserved room (synchronous, cannot fail).
+    pub fn send(self, msg: T) {
+        self.slot.send(Slot {
+            msg,
+            _bytes: self.bytes,
+        });
+    }
+}
+
+impl<T> Receiver<T> {
+    /// The next message, `None` once every sender is gone and the channel is empty. Its bytes
+    /// go back to the budget as it is taken off. Cancel-safe.
+    pub async fn recv(&mut self) -> Option<T> {
+        self.rx.recv().await.map(|s| s.msg)
+    }
+}
+
+impl<T> Drop for Receiver<T> {
+    fn drop(&mut self) {
+        // A sender waiting for bytes learns at once that nobody will take its message.
+        self.budget.close();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use futures_util::FutureExt;
+
+    #[tokio::test]
+    async fn the_budget_blocks_at_the_byte_limit_and_receiving_frees_it() {
+        let (tx, mut rx) = channel::<u32>(16, 100);
+        tx.send(1, 60).await.unwrap();
+        tx.send(2, 40).await.unwrap();
+        assert_eq!(tx.free_bytes(), 0);
+        // A third message does not fit, however small.
+        assert!(tx.reserve(1).now_or_never().is_none());
+        assert_eq!(rx.recv().await, Some(1));
+        assert_eq!(tx.free_bytes(), 60);
+        assert!(tx.reserve(61).now_or_never().is_none());
+        let p = tx.reserve(60).now_or_never().unwrap().unwrap();
+        p.send(3);
+        assert_eq!(rx.recv().await, Some(2));
+        assert_eq!(rx.recv().await, Some(3));
+        assert_eq!(
+            tx.free_bytes(),
+            100,
+            "every byte is back once all is received"
+        );
+    }
+
+    #[tokio::test]
+    async fn the_message_count_still_bounds() {
+        let (tx, mut rx) = channel::<u32>(2, 1 << 20);
+        tx.send(1, 1).await.unwrap();
+        tx.send(2, 1).await.unwrap();
+        assert!(tx.reserve(1).now_or_never().is_none());
+        assert_eq!(rx.recv().await, Some(1));
+        assert!(tx.reserve(1).now_or_never().is_some());
+    }
+
+    #[tokio::test]
+    async fn an_oversized_message_is_admitted_alone() {
+        let (tx, mut rx) = channel::<u32>(16, 100);
+        tx.send(1, 10).await.unwrap();
+        // Larger than the whole budget: waits until the channel holds no bytes...
+        assert!(tx.reserve(500).now_or_never().is_none());
+        assert_eq!(rx.recv().await, Some(1));
+        let p = tx.reserve(500).now_or_never().unwrap().unwrap();
+        p.send(2);
+        // ... and nothing goes beside it.
+        assert_eq!(tx.free_bytes(), 0);
+        assert!(tx.reserve(1).now_or_never().is_none());
+        assert_eq!(rx.recv().await, Some(2));
+        tx.send(3, 1).await.unwrap();
+        assert_eq!(rx.recv().await, Some(3));
+    }
+
+    #[tokio::test]
+    async fn a_dropped_reserve_loses_nothing() {
+        let (tx, mut rx) = channel::<String>(16, 100);
+        tx.send("a".into(), 80).await.unwrap();
+        let msg = String::from("kept");
+        {
+            // Pending, then dropped (as a `select!` drops a branch that lost).
+            let mut pending = Box::pin(tx.reserve(50));
+            assert!((&mut pending).now_or_never().is_none());
+        }
+        assert_eq!(tx.free_bytes(), 20, "the dropped reservation took no bytes");
+        assert_eq!(rx.recv().await.as_deref(), Some("a"));
+        tx.reserve(50).await.unwrap().send(msg);
+        assert_eq!(rx.recv().await.as_deref(), Some("kept"));
+        assert_eq!(tx.free_bytes(), 100);
+    }
+
+    #[tokio::test]
+    async fn a_gone_receiver_is_reported_also_to_a_waiting_sender() {
+        let (tx, rx) = channel::<u32>(16, 100);
+        tx.send(1, 100).await.unwrap();
+        let waiting = tx.reserve(10);
+        drop(rx);
+        assert!(matches!(waiting.await, Err(Closed)));
+        assert_eq!(tx.send(2, 1).await, Err(Closed));
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn concurrent_sizes_arrive_complete_and_in_order() {
+        const N: u64 = 5000;
+        let (tx, mut rx) = channel::<(u64, usize)>(8, 4096);
+        let producer = tokio::spawn(async move {
+            let mut x: u64 = 0x9e37_79b9_7f4a_7c15;
+            for i in 0..N {
+                // xorshift: sizes from 0 to twice the budget, oversized ones included.
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                let size = (x % 8192) as usize;
+                tx.reserve(size).await.unwrap().send((i, size));
+            }
+        });
+        let mut next = 0;
+        while let Some((i, _)) = rx.recv().await {
+            assert_eq!(i, next);
+            next += 1;
+        }
+        producer.await.unwrap();
+        assert_eq!(next, N);
+    }
+}
