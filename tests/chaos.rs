@@ -5,6 +5,13 @@
 //! timeout, SIGKILL and SIGSTOP of sluice, real restarts of the Kafka broker and of the
 //! database server. sluice runs under a supervisor that starts it again whenever it exits.
 //!
+//! With `SLUICE_CHAOS_CLUSTER=1` sluice streams into the test bed's three-node Kafka cluster
+//! (`scripts/services up kafka-cluster`; replication factor 3, min.insync.replicas 2)
+//! instead: there is no fault proxy in front of it, so the Kafka link kinds and the broker
+//! restart give way to SIGKILLs of single nodes — the transaction coordinator of sluice's
+//! transactional id (`coordinator_kill`) and the leader of a partition of its data or offsets
+//! topics (`leader_kill`) — each started again after a few seconds while the other two serve.
+//!
 //! Afterwards an independent checker (`scripts/lib/chaos-check`: Confluent's Python client,
 //! `read_committed`, none of sluice's code) reads the topics to their end and proves: no
 //! change lost, none duplicated, per-key order kept, every source transaction whole, and the
@@ -15,6 +22,7 @@
 //! Sizes (CI defaults): SLUICE_CHAOS_CHANGES (20000), SLUICE_CHAOS_FAULTS_PER_KIND (3),
 //! SLUICE_CHAOS_SEED (random, printed), SLUICE_CHAOS_KINDS (a subset, `kind[:count],...`),
 //! SLUICE_CHAOS_RATE (changes/s), SLUICE_CHAOS_OUT (a folder for the results),
+//! SLUICE_CHAOS_CLUSTER (1: the three-node cluster),
 //! SLUICE_CHAOS_SERVICES (the `scripts/services` that runs the test bed; default this
 //! checkout's). `scripts/chaos` runs it at large sizes.
 //!
@@ -30,6 +38,7 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use chaos::cluster;
 use chaos::faults::{self, Kind, Rig};
 use chaos::supervisor::Supervisor;
 use chaos::workload::{self, Plan, Progress, Workload};
@@ -46,12 +55,18 @@ async fn exactly_once_under_faults(flavor: Flavor) {
     let sizes = Sizes::from_env();
     // One chaos run at a time: the proxy's lock is held for the whole run.
     let kproxy = KafkaProxy::start();
-    let proxied = format!("127.0.0.1:{}", kafka_proxy::proxied_port());
-    assert!(
-        std::net::TcpStream::connect(&proxied).is_ok(),
-        "the Kafka broker has no PROXIED listener on {proxied} (scripts/lib/kafka.sh adds it): \
-         restart Kafka with this checkout's scripts/services"
-    );
+    if sizes.cluster {
+        if let Err(e) = chaos::check_cluster() {
+            panic!("{e}");
+        }
+    } else {
+        let proxied = format!("127.0.0.1:{}", kafka_proxy::proxied_port());
+        assert!(
+            std::net::TcpStream::connect(&proxied).is_ok(),
+            "the Kafka broker has no PROXIED listener on {proxied} (scripts/lib/kafka.sh adds it): \
+             restart Kafka with this checkout's scripts/services"
+        );
+    }
     let restarts = sizes
         .kinds
         .iter()
@@ -61,6 +76,17 @@ async fn exactly_once_under_faults(flavor: Flavor) {
             panic!("{e}");
         }
     }
+    // Sluice's Kafka: the cluster directly, or the single broker through the fault proxy.
+    let bootstrap = if sizes.cluster {
+        cluster::bootstrap()
+    } else {
+        kproxy.bootstrap()
+    };
+    let checker_bootstrap = if sizes.cluster {
+        cluster::bootstrap()
+    } else {
+        KAFKA.to_string()
+    };
     let flavor = flavor.scratch();
     let fname = flavor.name;
     let started = Instant::now();
@@ -78,7 +104,7 @@ async fn exactly_once_under_faults(flavor: Flavor) {
         .rate
         .unwrap_or_else(|| (sizes.changes as f64 / expected_secs.max(10.0)).max(20.0));
     eprintln!(
-        "[{fname}] chaos: {} changes at {rate:.0}/s, {} faults ({}), seed {}",
+        "[{fname}] chaos: {} changes at {rate:.0}/s into {bootstrap}, {} faults ({}), seed {}",
         sizes.changes,
         schedule.len(),
         sizes
@@ -119,7 +145,7 @@ async fn exactly_once_under_faults(flavor: Flavor) {
             &name,
             &db,
             dbproxy.port(),
-            &kproxy.bootstrap(),
+            &bootstrap,
             api_port,
             20000 + rand::random::<u32>() % 40000,
         ),
@@ -168,6 +194,16 @@ async fn exactly_once_under_faults(flavor: Flavor) {
         started,
         recovery_deadline: Duration::from_secs(120),
         progress: progress.clone(),
+        cluster: sizes.cluster.then(|| {
+            faults::ClusterRig::new(
+                format!("sluice-{name}"),
+                vec![
+                    format!("{db}.acct"),
+                    format!("{db}.ledger"),
+                    format!("{name}.offsets"),
+                ],
+            )
+        }),
     };
     let mut done = Vec::new();
     let mut stuck = false;
@@ -228,12 +264,20 @@ async fn exactly_once_under_faults(flavor: Flavor) {
         ("ledger", format!("{db}.ledger")),
     ];
     let (code, summary, check_err) = tokio::task::block_in_place(|| {
-        chaos::run_checker(&topics, &expected, &state, Duration::from_secs(1800))
+        chaos::run_checker(
+            &checker_bootstrap,
+            &topics,
+            &expected,
+            &state,
+            Duration::from_secs(1800),
+        )
     });
 
     let unexpected: Vec<&chaos::supervisor::Exit> = exits.iter().filter(|e| !e.expected).collect();
     let report_doc = serde_json::json!({
         "flavor": fname,
+        "kafka": if sizes.cluster { "cluster" } else { "single broker" },
+        "bootstrap": bootstrap,
         "seed": sizes.seed,
         "duration_s": started.elapsed().as_secs(),
         "workload": {

@@ -1,9 +1,15 @@
 # shellcheck shell=bash
-# Apache Kafka (single KRaft node, broker+controller) from Maven Central jars.
-# Source after common.sh.
+# Apache Kafka from Maven Central jars: the single KRaft node (broker+controller) every test
+# uses, and a three-node cluster (each node broker+controller, a KRaft quorum of three) for
+# the chaos run's broker faults. Source after common.sh.
 #
 #   kafka_ensure_libs   fetch the jars into $KAFKA_LIBS once (stamp file)
-#   kafka_up / kafka_down / kafka_status
+#   kafka_up / kafka_down / kafka_status / kafka_pid          the single node `kafka`
+#   kafka_cluster_up / kafka_cluster_down / kafka_cluster_status
+#                       all three nodes of `kafka-cluster` (started together: a node alone
+#                       has no quorum)
+#   kafka_node_up NAME / kafka_node_down NAME / kafka_node_pid NAME
+#                       one node by service name: kafka, kafka-cluster-1 .. kafka-cluster-3
 #   kafka_java CLASS ARGS...   run a Kafka class with the cached classpath
 
 KAFKA_VERSION=4.4.0
@@ -26,6 +32,17 @@ KAFKA_PROXY_PORT=${SLUICE_KAFKA_PROXY_PORT:-19094}
 KAFKA_START_TIMEOUT=${KAFKA_START_TIMEOUT:-180}
 KAFKA_STOP_TIMEOUT=${KAFKA_STOP_TIMEOUT:-60}
 KAFKA_BOOTSTRAP="127.0.0.1:$KAFKA_PORT"
+
+# The three-node cluster: node n (1..3) is the service kafka-cluster-n, a broker on the n-th
+# port of KAFKA_CLUSTER_PORTS and a controller on the n-th of KAFKA_CLUSTER_CONTROLLER_PORTS,
+# data and logs in .data/kafka-cluster/n. Replication factor 3 and min.insync.replicas 2
+# everywhere (topics, consumer offsets, transaction state), so one node may be down.
+KAFKA_CLUSTER_DATA="$DATA_DIR/kafka-cluster"
+IFS=, read -r -a KAFKA_CLUSTER_PORTS <<<"${SLUICE_KAFKA_CLUSTER_PORTS:-9192,9292,9392}"
+IFS=, read -r -a KAFKA_CLUSTER_CONTROLLER_PORTS <<<"${SLUICE_KAFKA_CLUSTER_CONTROLLER_PORTS:-9193,9293,9393}"
+KAFKA_CLUSTER_NODES="kafka-cluster-1 kafka-cluster-2 kafka-cluster-3"
+KAFKA_CLUSTER_BOOTSTRAP="127.0.0.1:${KAFKA_CLUSTER_PORTS[0]},127.0.0.1:${KAFKA_CLUSTER_PORTS[1]},127.0.0.1:${KAFKA_CLUSTER_PORTS[2]}"
+KAFKA_CLUSTER_VOTERS="1@127.0.0.1:${KAFKA_CLUSTER_CONTROLLER_PORTS[0]},2@127.0.0.1:${KAFKA_CLUSTER_CONTROLLER_PORTS[1]},3@127.0.0.1:${KAFKA_CLUSTER_CONTROLLER_PORTS[2]}"
 
 _kafka_pom_hash() { sha256sum "$KAFKA_POM" | cut -c1-64; }
 
@@ -73,32 +90,84 @@ kafka_java() {
     "${KAFKA_JAVA_CMD[@]}" "$@"
 }
 
+# _kafka_node NAME: select a node for the _kafka_node_* functions (sets KN_*).
+_kafka_node() {
+    KN_NAME=$1
+    case $1 in
+        kafka)
+            KN_ID=1 KN_CLUSTER=0
+            KN_DATA=$KAFKA_DATA KN_PROPS=$KAFKA_PROPS KN_LOG=$KAFKA_LOG KN_PIDFILE=$KAFKA_PIDFILE
+            KN_PORT=$KAFKA_PORT KN_CONTROLLER_PORT=$KAFKA_CONTROLLER_PORT
+            KN_PORTS=("$KAFKA_PORT" "$KAFKA_CONTROLLER_PORT" "$KAFKA_PROXIED_PORT")
+            KN_HEAP=${KAFKA_BROKER_HEAP_OPTS:--Xmx512m -Xms256m}
+            KN_BOOTSTRAP=$KAFKA_BOOTSTRAP
+            ;;
+        kafka-cluster-[123])
+            KN_ID=${1#kafka-cluster-} KN_CLUSTER=1
+            KN_DATA="$KAFKA_CLUSTER_DATA/$KN_ID"
+            KN_PROPS="$KN_DATA/server.properties" KN_LOG="$KN_DATA/server.log"
+            KN_PIDFILE="$RUN_DIR/$1.pid"
+            KN_PORT=${KAFKA_CLUSTER_PORTS[KN_ID - 1]:-}
+            KN_CONTROLLER_PORT=${KAFKA_CLUSTER_CONTROLLER_PORTS[KN_ID - 1]:-}
+            [[ $KN_PORT =~ ^[0-9]+$ && $KN_CONTROLLER_PORT =~ ^[0-9]+$ ]] \
+                || die "$1: SLUICE_KAFKA_CLUSTER_PORTS / SLUICE_KAFKA_CLUSTER_CONTROLLER_PORTS need three ports each"
+            KN_PORTS=("$KN_PORT" "$KN_CONTROLLER_PORT")
+            KN_HEAP=${KAFKA_CLUSTER_HEAP_OPTS:--Xmx512m -Xms128m}
+            KN_BOOTSTRAP="127.0.0.1:$KN_PORT"
+            ;;
+        *) die "unknown Kafka node $1" ;;
+    esac
+}
+
+_kafka_node_pid() {
+    owned_pid "$KN_PIDFILE" "kafka.Kafka $KN_PROPS"
+}
+
+# kafka_node_pid NAME: the pid of a running node.
+kafka_node_pid() {
+    _kafka_node "$1"
+    _kafka_node_pid
+}
+
 kafka_pid() {
-    owned_pid "$KAFKA_PIDFILE" "kafka.Kafka $KAFKA_PROPS"
+    kafka_node_pid kafka
 }
 
 _kafka_write_props() {
-    mkdir -p "$KAFKA_DATA"
-    cat >"$KAFKA_PROPS" <<EOF
+    mkdir -p "$KN_DATA"
+    local quorum listeners advertised protocols rf=1 min_isr=1
+    if ((KN_CLUSTER)); then
+        quorum="controller.quorum.voters=$KAFKA_CLUSTER_VOTERS"
+        listeners="PLAINTEXT://127.0.0.1:$KN_PORT,CONTROLLER://127.0.0.1:$KN_CONTROLLER_PORT"
+        advertised=$listeners
+        protocols="CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT"
+        rf=3 min_isr=2
+    else
+        quorum="controller.quorum.bootstrap.servers=127.0.0.1:$KN_CONTROLLER_PORT"
+        listeners="PLAINTEXT://127.0.0.1:$KN_PORT,CONTROLLER://127.0.0.1:$KN_CONTROLLER_PORT,PROXIED://127.0.0.1:$KAFKA_PROXIED_PORT"
+        advertised="PLAINTEXT://127.0.0.1:$KN_PORT,CONTROLLER://127.0.0.1:$KN_CONTROLLER_PORT,PROXIED://127.0.0.1:$KAFKA_PROXY_PORT"
+        protocols="CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT,PROXIED:PLAINTEXT"
+    fi
+    cat >"$KN_PROPS" <<EOP
 # Generated by scripts/services on every start; edit the script, not this file.
 process.roles=broker,controller
-node.id=1
-controller.quorum.bootstrap.servers=127.0.0.1:$KAFKA_CONTROLLER_PORT
-listeners=PLAINTEXT://127.0.0.1:$KAFKA_PORT,CONTROLLER://127.0.0.1:$KAFKA_CONTROLLER_PORT,PROXIED://127.0.0.1:$KAFKA_PROXIED_PORT
-advertised.listeners=PLAINTEXT://127.0.0.1:$KAFKA_PORT,CONTROLLER://127.0.0.1:$KAFKA_CONTROLLER_PORT,PROXIED://127.0.0.1:$KAFKA_PROXY_PORT
+node.id=$KN_ID
+$quorum
+listeners=$listeners
+advertised.listeners=$advertised
 inter.broker.listener.name=PLAINTEXT
 controller.listener.names=CONTROLLER
-listener.security.protocol.map=CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT,PROXIED:PLAINTEXT
+listener.security.protocol.map=$protocols
 num.network.threads=3
 num.io.threads=4
-log.dirs=$KAFKA_DATA/data
+log.dirs=$KN_DATA/data
 num.partitions=1
 auto.create.topics.enable=false
-offsets.topic.replication.factor=1
-transaction.state.log.replication.factor=1
-transaction.state.log.min.isr=1
-share.coordinator.state.topic.replication.factor=1
-share.coordinator.state.topic.min.isr=1
+offsets.topic.replication.factor=$rf
+transaction.state.log.replication.factor=$rf
+transaction.state.log.min.isr=$min_isr
+share.coordinator.state.topic.replication.factor=$rf
+share.coordinator.state.topic.min.isr=$min_isr
 group.initial.rebalance.delay.ms=0
 transaction.max.timeout.ms=900000
 # Abort timed-out transactions within a second (default 10 s), so fault tests that stall a
@@ -106,98 +175,234 @@ transaction.max.timeout.ms=900000
 transaction.abort.timed.out.transaction.cleanup.interval.ms=1000
 log.retention.hours=168
 log.segment.bytes=1073741824
-EOF
+EOP
+    if ((KN_CLUSTER)); then
+        cat >>"$KN_PROPS" <<EOP
+# Cluster node: every replica on all three nodes, a write needs two of them.
+default.replication.factor=3
+min.insync.replicas=2
+EOP
+    fi
+}
+
+# _kafka_cluster_id: the cluster id every node of kafka-cluster is formatted with (made once,
+# kept in .data/kafka-cluster/cluster.id).
+_kafka_cluster_id() {
+    local f="$KAFKA_CLUSTER_DATA/cluster.id" id="" log=$1
+    [[ -f $f ]] && read -r id <"$f"
+    if [[ -z $id ]]; then
+        mkdir -p "$KAFKA_CLUSTER_DATA"
+        id=$(kafka_java kafka.tools.StorageTool random-uuid 2>"$log") \
+            || fail_with_log "$log" "$KN_NAME: StorageTool random-uuid failed"
+        printf '%s\n' "$id" >"$f"
+    fi
+    printf '%s' "$id"
 }
 
 _kafka_format() {
-    [[ -f $KAFKA_DATA/data/meta.properties ]] && return 0
-    local log="$KAFKA_DATA/format.log" cluster_id
-    rm -rf -- "$KAFKA_DATA/data"
-    cluster_id=$(kafka_java kafka.tools.StorageTool random-uuid 2>"$log") \
-        || fail_with_log "$log" "kafka: StorageTool random-uuid failed"
-    say "kafka: formatting $(rel "$KAFKA_DATA/data") (cluster id $cluster_id)"
-    if ! kafka_java kafka.tools.StorageTool format --standalone -t "$cluster_id" \
-        -c "$KAFKA_PROPS" >>"$log" 2>&1; then
-        fail_with_log "$log" "kafka: storage format failed"
+    [[ -f $KN_DATA/data/meta.properties ]] && return 0
+    local log="$KN_DATA/format.log" cluster_id
+    rm -rf -- "$KN_DATA/data"
+    if ((KN_CLUSTER)); then
+        cluster_id=$(_kafka_cluster_id "$log")
+    else
+        cluster_id=$(kafka_java kafka.tools.StorageTool random-uuid 2>"$log") \
+            || fail_with_log "$log" "$KN_NAME: StorageTool random-uuid failed"
+    fi
+    say "$KN_NAME: formatting $(rel "$KN_DATA/data") (cluster id $cluster_id)"
+    # The single node bootstraps a quorum of itself; the cluster's nodes have a static quorum
+    # (controller.quorum.voters), for which the format takes no initial controllers.
+    local standalone=()
+    ((KN_CLUSTER)) || standalone=(--standalone)
+    if ! kafka_java kafka.tools.StorageTool format "${standalone[@]}" -t "$cluster_id" \
+        -c "$KN_PROPS" >>"$log" 2>&1; then
+        fail_with_log "$log" "$KN_NAME: storage format failed"
     fi
 }
 
 _kafka_ready() {
-    port_open 127.0.0.1 "$KAFKA_PORT" || return 1
-    kcat -b "$KAFKA_BOOTSTRAP" -L -m 3 2>/dev/null | grep -q "broker 1 at"
+    port_open 127.0.0.1 "$KN_PORT" || return 1
+    kcat -b "$KN_BOOTSTRAP" -L -m 3 2>/dev/null | grep -q "broker $KN_ID at"
 }
 
 _kafka_wait() {
     local pid=$1 i
     for ((i = 0; i < KAFKA_START_TIMEOUT * 2; i++)); do
-        pid_alive "$pid" || fail_with_log "$KAFKA_LOG" "kafka: broker (pid $pid) exited during startup"
+        pid_alive "$pid" || fail_with_log "$KN_LOG" "$KN_NAME: broker (pid $pid) exited during startup"
         _kafka_ready && return 0
         sleep 0.5
     done
-    fail_with_log "$KAFKA_LOG" "kafka: broker not answering on $KAFKA_BOOTSTRAP after ${KAFKA_START_TIMEOUT}s"
+    fail_with_log "$KN_LOG" "$KN_NAME: broker not answering on $KN_BOOTSTRAP after ${KAFKA_START_TIMEOUT}s"
 }
 
-kafka_up() {
-    local pid
-    if pid=$(kafka_pid); then
-        if _kafka_ready; then
-            say "kafka: already running (pid $pid, $KAFKA_BOOTSTRAP)"
-            return 0
-        fi
-        say "kafka: process $pid exists, waiting for it to answer"
-        _kafka_wait "$pid"
-        say "kafka: up (pid $pid, $KAFKA_BOOTSTRAP)"
-        return 0
-    fi
+# _kafka_launch: start the selected node's JVM (not running yet) and set KN_PID; does not
+# wait for it to answer.
+_kafka_launch() {
     command -v kcat >/dev/null 2>&1 || die "kcat not installed (apt-get install kcat)"
     kafka_ensure_libs
     local p
-    for p in "$KAFKA_PORT" "$KAFKA_CONTROLLER_PORT" "$KAFKA_PROXIED_PORT"; do
-        port_open 127.0.0.1 "$p" && die "kafka: port 127.0.0.1:$p is in use by another process ($(port_owner "$p"))"
+    for p in "${KN_PORTS[@]}"; do
+        port_open 127.0.0.1 "$p" && die "$KN_NAME: port 127.0.0.1:$p is in use by another process ($(port_owner "$p"))"
     done
-    mkdir -p "$RUN_DIR" "$KAFKA_DATA/logs"
-    rm -f "$KAFKA_PIDFILE"
+    mkdir -p "$RUN_DIR" "$KN_DATA/logs"
+    rm -f "$KN_PIDFILE"
     _kafka_write_props
     _kafka_format
 
-    say "kafka: starting on $KAFKA_BOOTSTRAP (controller 127.0.0.1:$KAFKA_CONTROLLER_PORT)"
-    printf '\n===== %s starting kafka %s =====\n' "$(date -Is)" "$KAFKA_VERSION" >>"$KAFKA_LOG"
+    say "$KN_NAME: starting on $KN_BOOTSTRAP (controller 127.0.0.1:$KN_CONTROLLER_PORT)"
+    printf '\n===== %s starting kafka %s =====\n' "$(date -Is)" "$KAFKA_VERSION" >>"$KN_LOG"
     (
         close_extra_fds
         # shellcheck disable=SC2086
-        exec setsid nohup java ${KAFKA_BROKER_HEAP_OPTS:--Xmx512m -Xms256m} \
+        exec setsid nohup java $KN_HEAP \
             -server -XX:+UseG1GC -XX:MaxGCPauseMillis=20 -XX:InitiatingHeapOccupancyPercent=35 \
             -XX:+ExplicitGCInvokesConcurrent -Djava.awt.headless=true \
             -Dlog4j2.configurationFile="$SLUICE_LIB/kafka-log4j2.xml" \
-            -Dkafka.logs.dir="$KAFKA_DATA/logs" \
-            -cp "$KAFKA_LIBS/*" kafka.Kafka "$KAFKA_PROPS" \
-            </dev/null >>"$KAFKA_LOG" 2>&1
+            -Dkafka.logs.dir="$KN_DATA/logs" \
+            -cp "$KAFKA_LIBS/*" kafka.Kafka "$KN_PROPS" \
+            </dev/null >>"$KN_LOG" 2>&1
     ) &
-    pid=$!
-    echo "$pid" >"$KAFKA_PIDFILE"
-    _kafka_wait "$pid"
-    say "kafka: up (pid $pid, $KAFKA_BOOTSTRAP)"
+    KN_PID=$!
+    echo "$KN_PID" >"$KN_PIDFILE"
+}
+
+# _kafka_start: start the selected node unless it runs; KN_PID is its pid and KN_WAIT 1 when
+# it still has to be waited for (_kafka_wait), 0 when it already answers.
+_kafka_start() {
+    KN_WAIT=1
+    if KN_PID=$(_kafka_node_pid); then
+        if _kafka_ready; then
+            say "$KN_NAME: already running (pid $KN_PID, $KN_BOOTSTRAP)"
+            KN_WAIT=0
+            return 0
+        fi
+        say "$KN_NAME: process $KN_PID exists, waiting for it to answer"
+        return 0
+    fi
+    _kafka_launch
+}
+
+# kafka_node_up NAME: start one node and wait until it answers (a cluster node needs a
+# second one running for the quorum).
+kafka_node_up() {
+    _kafka_node "$1"
+    _kafka_start
+    ((KN_WAIT)) || return 0
+    _kafka_wait "$KN_PID"
+    say "$KN_NAME: up (pid $KN_PID, $KN_BOOTSTRAP)"
+}
+
+kafka_up() {
+    kafka_node_up kafka
+}
+
+# kafka_node_down NAME: SIGTERM one node (SIGKILL after KAFKA_STOP_TIMEOUT).
+kafka_node_down() {
+    _kafka_node "$1"
+    local pid
+    if pid=$(_kafka_node_pid); then
+        say "$KN_NAME: stopping (pid $pid)"
+        stop_pid "$pid" "$KN_NAME" "$KAFKA_STOP_TIMEOUT"
+        say "$KN_NAME: stopped"
+    else
+        say "$KN_NAME: not running"
+    fi
+    rm -f "$KN_PIDFILE"
 }
 
 kafka_down() {
-    local pid
-    if pid=$(kafka_pid); then
-        say "kafka: stopping (pid $pid)"
-        stop_pid "$pid" kafka "$KAFKA_STOP_TIMEOUT"
-        say "kafka: stopped"
-    else
-        say "kafka: not running"
-    fi
-    rm -f "$KAFKA_PIDFILE"
+    kafka_node_down kafka
 }
 
-kafka_status() {
+# kafka_node_status NAME: one status line.
+kafka_node_status() {
+    _kafka_node "$1"
     local pid state
-    if pid=$(kafka_pid); then
-        if port_open 127.0.0.1 "$KAFKA_PORT"; then state=up; else state=starting; fi
+    if pid=$(_kafka_node_pid); then
+        if port_open 127.0.0.1 "$KN_PORT"; then state=up; else state=starting; fi
     else
         pid="" state=down
     fi
-    status_line kafka "$state" "$pid" "$KAFKA_BOOTSTRAP" \
-        "controller 127.0.0.1:$KAFKA_CONTROLLER_PORT, data $(rel "$KAFKA_DATA/data"), log $(rel "$KAFKA_LOG")"
+    status_line "$KN_NAME" "$state" "$pid" "$KN_BOOTSTRAP" \
+        "controller 127.0.0.1:$KN_CONTROLLER_PORT, data $(rel "$KN_DATA/data"), log $(rel "$KN_LOG")"
+}
+
+kafka_status() {
+    kafka_node_status kafka
+}
+
+# kafka_cluster_up: start every node of kafka-cluster that is not running (together, as the
+# quorum needs two of them), wait for each, then until all three brokers are registered.
+kafka_cluster_up() {
+    local name pids=() names=() i
+    for name in $KAFKA_CLUSTER_NODES; do
+        _kafka_node "$name"
+        _kafka_start
+        if ((KN_WAIT)); then
+            pids+=("$KN_PID")
+            names+=("$name")
+        fi
+    done
+    for i in "${!names[@]}"; do
+        _kafka_node "${names[i]}"
+        _kafka_wait "${pids[i]}"
+        say "$KN_NAME: up (pid ${pids[i]}, $KN_BOOTSTRAP)"
+    done
+    for ((i = 0; i < KAFKA_START_TIMEOUT * 2; i++)); do
+        if kcat -b "$KAFKA_CLUSTER_BOOTSTRAP" -L -m 3 2>/dev/null | grep -q '^ *3 brokers:'; then
+            say "kafka-cluster: up ($KAFKA_CLUSTER_BOOTSTRAP; controllers ${KAFKA_CLUSTER_VOTERS})"
+            return 0
+        fi
+        sleep 0.5
+    done
+    die "kafka-cluster: the three brokers did not all register within ${KAFKA_START_TIMEOUT}s (see $(rel "$KAFKA_CLUSTER_DATA")/*/server.log)"
+}
+
+# kafka_cluster_down: SIGTERM every node at once (a node shutting down alone would wait for a
+# quorum that is already gone), SIGKILL what is left after KAFKA_STOP_TIMEOUT.
+kafka_cluster_down() {
+    local name pid pids=() names=() i waited=0 left
+    for name in $KAFKA_CLUSTER_NODES; do
+        _kafka_node "$name"
+        if pid=$(_kafka_node_pid); then
+            say "$name: stopping (pid $pid)"
+            kill -TERM "$pid" 2>/dev/null || true
+            pids+=("$pid")
+            names+=("$name")
+        else
+            say "$name: not running"
+            rm -f "$KN_PIDFILE"
+        fi
+    done
+    while :; do
+        left=0
+        for pid in "${pids[@]}"; do
+            pid_alive "$pid" && left=$((left + 1))
+        done
+        ((left == 0)) && break
+        if ((waited >= KAFKA_STOP_TIMEOUT * 10)); then
+            for i in "${!pids[@]}"; do
+                if pid_alive "${pids[i]}"; then
+                    warn "${names[i]} (pid ${pids[i]}) did not stop within ${KAFKA_STOP_TIMEOUT}s; sending SIGKILL"
+                    kill -KILL "${pids[i]}" 2>/dev/null || true
+                fi
+            done
+            sleep 0.5
+            break
+        fi
+        sleep 0.1
+        waited=$((waited + 1))
+    done
+    for i in "${!names[@]}"; do
+        _kafka_node "${names[i]}"
+        rm -f "$KN_PIDFILE"
+        say "${names[i]}: stopped"
+    done
+}
+
+kafka_cluster_status() {
+    local name
+    for name in $KAFKA_CLUSTER_NODES; do
+        kafka_node_status "$name"
+    done
 }

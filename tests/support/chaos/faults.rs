@@ -1,6 +1,12 @@
 //! The fault kinds, how each is done to a running pipeline, and how recovery is measured:
 //! from the end of the fault until sluice has committed the source position the server had
 //! at that moment (`GET /status` `committed_position` contains it).
+//!
+//! Which kinds a run can do depends on its Kafka: the single broker has the fault proxy in
+//! front of it (resets, blackholes, a held EndTxn) and can only be restarted as a whole; the
+//! three-node cluster (`SLUICE_CHAOS_CLUSTER=1`) has no proxy, and its nodes are killed one
+//! at a time while the other two keep serving: the transaction coordinator of sluice's
+//! transactional id, or the leader of a partition sluice writes.
 #![allow(dead_code)]
 
 use std::time::{Duration, Instant};
@@ -14,7 +20,7 @@ use std::sync::Arc;
 use super::db_proxy::DbProxy;
 use super::supervisor::Supervisor;
 use super::workload::Progress;
-use super::{status, ServiceGuard, TXN_TIMEOUT_MS};
+use super::{cluster, status, ServiceGuard, TXN_TIMEOUT_MS};
 use crate::support::kafka_proxy::{api, KafkaProxy};
 use crate::support::Flavor;
 
@@ -42,11 +48,18 @@ pub enum Kind {
     KafkaRestart,
     /// The database server stopped and started again (the scratch instance).
     DbRestart,
+    /// Cluster only: SIGKILL of the node that is the transaction coordinator of sluice's
+    /// transactional id, at a random moment (commits run every 50 ms, so nearly always with
+    /// a transaction open), started again after 2–5 s.
+    CoordinatorKill,
+    /// Cluster only: SIGKILL of the leader of a random partition of sluice's data topics or
+    /// its offsets topic, started again after 2–5 s.
+    LeaderKill,
 }
 
 impl Kind {
     /// Every kind, in report order.
-    pub const ALL: [Kind; 10] = [
+    pub const ALL: [Kind; 12] = [
         Kind::DbReset,
         Kind::DbBlackhole,
         Kind::DbThrottle,
@@ -57,6 +70,8 @@ impl Kind {
         Kind::SigStop,
         Kind::KafkaRestart,
         Kind::DbRestart,
+        Kind::CoordinatorKill,
+        Kind::LeaderKill,
     ];
 
     /// The name used in `SLUICE_CHAOS_KINDS` and reports.
@@ -72,6 +87,20 @@ impl Kind {
             Kind::SigStop => "sigstop",
             Kind::KafkaRestart => "kafka_restart",
             Kind::DbRestart => "db_restart",
+            Kind::CoordinatorKill => "coordinator_kill",
+            Kind::LeaderKill => "leader_kill",
+        }
+    }
+
+    /// Whether a run against the cluster (`cluster`) or the single broker can do it: the
+    /// proxy kinds and `kafka_restart` need the single broker, the node kills the cluster.
+    pub fn available(self, cluster: bool) -> bool {
+        match self {
+            Kind::KafkaReset | Kind::KafkaBlackhole | Kind::EndTxnHold | Kind::KafkaRestart => {
+                !cluster
+            }
+            Kind::CoordinatorKill | Kind::LeaderKill => cluster,
+            _ => true,
         }
     }
 
@@ -90,6 +119,7 @@ impl Kind {
             Kind::SigStop => 8.0,
             Kind::KafkaRestart => 50.0,
             Kind::DbRestart => 18.0,
+            Kind::CoordinatorKill | Kind::LeaderKill => 40.0,
         }
     }
 }
@@ -134,6 +164,37 @@ pub struct Rig<'a> {
     pub recovery_deadline: Duration,
     /// The workload's progress (recovery waits for a transaction after the fault).
     pub progress: Arc<Progress>,
+    /// The three-node cluster, when the run streams into it.
+    pub cluster: Option<ClusterRig>,
+}
+
+/// The cluster side of a run against the three-node cluster.
+pub struct ClusterRig {
+    /// Bootstrap servers (all three brokers).
+    pub bootstrap: String,
+    /// The nodes, by node id - 1 (`kafka-cluster-1` .. `-3`).
+    pub nodes: Vec<ServiceGuard>,
+    /// sluice's transactional id (`sluice-<name>`).
+    pub transactional_id: String,
+    /// The topics sluice writes: its data topics and its offsets topic.
+    pub topics: Vec<String>,
+}
+
+impl ClusterRig {
+    /// A rig for the test bed's cluster nodes.
+    pub fn new(transactional_id: String, topics: Vec<String>) -> ClusterRig {
+        ClusterRig {
+            bootstrap: cluster::bootstrap(),
+            nodes: cluster::NODES.into_iter().map(ServiceGuard::new).collect(),
+            transactional_id,
+            topics,
+        }
+    }
+
+    /// The node that is sluice's transaction coordinator.
+    fn coordinator(&self) -> Result<i32, String> {
+        cluster::coordinator(&self.bootstrap, &self.transactional_id)
+    }
 }
 
 /// The server's executed GTID state (connecting afresh, retrying while it restarts).
@@ -282,6 +343,7 @@ impl Rig<'_> {
                 blocking(|| guard.start()).unwrap_or_else(|e| panic!("{}: {e}", kind.name()));
                 format!("down {} ms", down.elapsed().as_millis())
             }
+            Kind::CoordinatorKill | Kind::LeaderKill => self.kill_node(kind).await,
         };
         let active = t0.elapsed();
         let end = Instant::now();
@@ -302,10 +364,19 @@ impl Rig<'_> {
                 note += &format!("; sluice {}: {}", e.how(), e.last_error);
             }
         }
-        let (recovery, note) = match waited {
+        let (recovery, mut note) = match waited {
             Ok(_) => (Some(end.elapsed()), note),
             Err(e) => (None, format!("{note}; STUCK: {e}")),
         };
+        if let (Some(c), Kind::CoordinatorKill | Kind::LeaderKill) = (&self.cluster, kind) {
+            // The next fault starts on a whole cluster: every replica back in sync.
+            let (bootstrap, topics) = (c.bootstrap.clone(), c.topics.clone());
+            match blocking(|| cluster::wait_in_sync(&bootstrap, &topics, Duration::from_secs(180)))
+            {
+                Ok(d) => note += &format!("; replicas in sync {} ms later", d.as_millis()),
+                Err(e) => note += &format!("; replicas not in sync: {e}"),
+            }
+        }
         Fault {
             kind,
             at,
@@ -313,6 +384,71 @@ impl Rig<'_> {
             recovery,
             note,
         }
+    }
+
+    /// SIGKILL of a cluster node (the coordinator, or a partition leader), started again
+    /// after 2–5 s; the note says which node and whether sluice committed while it was down.
+    async fn kill_node(&mut self, kind: Kind) -> String {
+        let jitter = self.ms(0, 200);
+        let down_for = self.ms(2000, 5000);
+        let pick_topic = self.rng.random_range(0..usize::MAX);
+        let pick_partition = self.rng.random_range(0..usize::MAX);
+        let api_port = self.api_port;
+        let Some(c) = self.cluster.as_mut() else {
+            panic!("{} needs the cluster (SLUICE_CHAOS_CLUSTER=1)", kind.name());
+        };
+        let coordinator = blocking(|| c.coordinator());
+        let (victim, what) = match kind {
+            Kind::CoordinatorKill => match &coordinator {
+                Ok(id) => (*id, format!("coordinator of {}", c.transactional_id)),
+                Err(e) => return format!("no coordinator found: {e}"),
+            },
+            _ => {
+                let topic = c.topics[pick_topic % c.topics.len()].clone();
+                let found = blocking(|| cluster::partitions(&c.bootstrap, &topic));
+                let parts = match found {
+                    Ok(p) => p,
+                    Err(e) => return format!("no partitions of {topic}: {e}"),
+                };
+                let p = parts[pick_partition % parts.len()];
+                if p.leader < 0 {
+                    return format!("{topic}[{}] has no leader", p.partition);
+                }
+                let also = if coordinator.as_ref().ok() == Some(&p.leader) {
+                    ", also the coordinator"
+                } else {
+                    ""
+                };
+                (
+                    p.leader,
+                    format!("leader of {topic}[{}]{also}", p.partition),
+                )
+            }
+        };
+        let Some(name) = cluster::node_name(victim) else {
+            return format!("{what} is node {victim}, not one of the test bed's");
+        };
+        let idx = usize::try_from(victim - 1).expect("node id");
+        let committed = || {
+            blocking(|| status(api_port))
+                .and_then(|s| s["committed_position"].as_str().map(String::from))
+        };
+        tokio::time::sleep(jitter).await;
+        blocking(|| c.nodes[idx].kill()).unwrap_or_else(|e| panic!("{}: {e}", kind.name()));
+        let down = Instant::now();
+        let before = committed();
+        tokio::time::sleep(down_for).await;
+        let during = committed();
+        blocking(|| c.nodes[idx].start()).unwrap_or_else(|e| panic!("{}: {e}", kind.name()));
+        let committed_while_down = match (&before, &during) {
+            (Some(b), Some(d)) if b != d => "committed while it was down",
+            (Some(_), Some(_)) => "no commit while it was down",
+            _ => "API not answering",
+        };
+        format!(
+            "{name} ({what}) killed, down {} ms, {committed_while_down}",
+            down.elapsed().as_millis()
+        )
     }
 
     /// A pause of normal running between two faults.

@@ -5,9 +5,12 @@
 //! order per key, every source transaction whole, and that replaying the topics gives the
 //! source tables.
 //!
-//! Sizes and choices come from the environment (see [`Sizes::from_env`]).
+//! Sizes and choices come from the environment (see [`Sizes::from_env`]); with
+//! `SLUICE_CHAOS_CLUSTER=1` sluice streams into the test bed's three-node Kafka cluster
+//! instead of the single broker (see [`cluster`]).
 #![allow(dead_code)]
 
+pub mod cluster;
 pub mod db_proxy;
 pub mod faults;
 pub mod report;
@@ -35,8 +38,11 @@ pub struct Sizes {
     /// `SLUICE_CHAOS_SEED` (default random).
     pub seed: u64,
     /// `SLUICE_CHAOS_KINDS`: a comma list of fault kinds, each optionally `kind:count`
-    /// (default: every kind, `faults_per_kind` times).
+    /// (default: every kind the run's Kafka allows, `faults_per_kind` times).
     pub kinds: Vec<(faults::Kind, usize)>,
+    /// `SLUICE_CHAOS_CLUSTER=1`: stream into the three-node cluster (`coordinator_kill` and
+    /// `leader_kill` instead of the proxy kinds and `kafka_restart`).
+    pub cluster: bool,
     /// `SLUICE_CHAOS_RATE`: changes per second while faults run (default: the target
     /// spread over the expected length of the fault schedule).
     pub rate: Option<f64>,
@@ -59,6 +65,12 @@ impl Sizes {
         let changes = env_parse("SLUICE_CHAOS_CHANGES").unwrap_or(20_000);
         let per_kind = env_parse("SLUICE_CHAOS_FAULTS_PER_KIND").unwrap_or(3);
         let seed = env_parse("SLUICE_CHAOS_SEED").unwrap_or_else(rand::random);
+        let on_cluster = cluster::enabled();
+        let target = if on_cluster {
+            "the three-node cluster (SLUICE_CHAOS_CLUSTER=1)"
+        } else {
+            "the single broker (SLUICE_CHAOS_CLUSTER=1 selects the cluster)"
+        };
         let kinds = match std::env::var("SLUICE_CHAOS_KINDS") {
             Ok(list) if !list.trim().is_empty() => list
                 .split(',')
@@ -78,16 +90,25 @@ impl Sizes {
                             faults::Kind::ALL.map(|k| k.name()).join(", ")
                         )
                     });
+                    assert!(
+                        count == 0 || kind.available(on_cluster),
+                        "SLUICE_CHAOS_KINDS: {name} cannot run against {target}"
+                    );
                     (kind, count)
                 })
                 .collect(),
-            _ => faults::Kind::ALL.iter().map(|k| (*k, per_kind)).collect(),
+            _ => faults::Kind::ALL
+                .iter()
+                .filter(|k| k.available(on_cluster))
+                .map(|k| (*k, per_kind))
+                .collect(),
         };
         Sizes {
             changes,
             faults_per_kind: per_kind,
             seed,
             kinds,
+            cluster: on_cluster,
             rate: env_parse("SLUICE_CHAOS_RATE"),
             out: std::env::var_os("SLUICE_CHAOS_OUT").map(PathBuf::from),
         }
@@ -127,6 +148,35 @@ pub fn check_services_script() -> Result<(), String> {
              or leave kafka_restart and db_restart out of SLUICE_CHAOS_KINDS",
             script.display()
         ))
+    }
+}
+
+/// Refuses to run against the cluster unless the test bed's `scripts/services` knows its
+/// nodes (to kill and start them) and all three brokers are registered.
+pub fn check_cluster() -> Result<(), String> {
+    check_services_script()?;
+    let script = services_script();
+    let out = Command::new(&script)
+        .arg("help")
+        .stdin(Stdio::null())
+        .output()
+        .map_err(|e| format!("cannot run {} help: {e}", script.display()))?;
+    if !String::from_utf8_lossy(&out.stdout).contains(cluster::NODES[0]) {
+        return Err(format!(
+            "{} does not know the Kafka cluster's nodes ({}): point SLUICE_CHAOS_SERVICES at \
+             a scripts/services that has them",
+            script.display(),
+            cluster::NODES.join(", ")
+        ));
+    }
+    let bootstrap = cluster::bootstrap();
+    match cluster::brokers(&bootstrap) {
+        Ok(ids) if ids == [1, 2, 3] => Ok(()),
+        found => Err(format!(
+            "the Kafka cluster at {bootstrap} is not up with brokers 1, 2 and 3 ({found:?}): \
+             start it with `{} up kafka-cluster`",
+            script.display()
+        )),
     }
 }
 
@@ -197,6 +247,13 @@ impl ServiceGuard {
         check_services_script()?;
         self.stopped = true;
         services("stop", self.name, Duration::from_secs(120)).map(|_| ())
+    }
+
+    /// SIGKILLs the service (a crash).
+    pub fn kill(&mut self) -> Result<(), String> {
+        check_services_script()?;
+        self.stopped = true;
+        services("kill", self.name, Duration::from_secs(60)).map(|_| ())
     }
 
     /// Starts it again.
@@ -294,8 +351,9 @@ format = "json"
     )
 }
 
-/// Runs the independent checker; (exit code, summary JSON, stderr).
+/// Runs the independent checker against `bootstrap`; (exit code, summary JSON, stderr).
 pub fn run_checker(
+    bootstrap: &str,
     topics: &[(&str, String)],
     expected: &Path,
     state: &Path,
@@ -303,7 +361,7 @@ pub fn run_checker(
 ) -> (i32, Option<serde_json::Value>, String) {
     let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("scripts/lib/chaos-check");
     let mut cmd = Command::new(&script);
-    cmd.args(["--bootstrap", crate::support::KAFKA]);
+    cmd.args(["--bootstrap", bootstrap]);
     for (table, topic) in topics {
         cmd.args(["--topic", &format!("{table}={topic}")]);
     }

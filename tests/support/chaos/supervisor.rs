@@ -76,7 +76,10 @@ fn spawn(config: &Path, log: &Path) -> std::io::Result<Child> {
     cmd.args(["run", "--config"]).arg(config);
     // sluice refuses unknown SLUICE_* variables: keep the harness's own knobs from it.
     for (k, _) in std::env::vars() {
-        if k.starts_with("SLUICE_CHAOS_") || k.starts_with("SLUICE_KAFKA_PROXY") {
+        if k.starts_with("SLUICE_CHAOS_")
+            || k.starts_with("SLUICE_KAFKA_PROXY")
+            || k.starts_with("SLUICE_KAFKA_CLUSTER_")
+        {
             cmd.env_remove(k);
         }
     }
