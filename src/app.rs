@@ -21,6 +21,7 @@ use crate::metrics;
 use crate::pipeline::CHANNEL_CAPACITY;
 use crate::position::StartSpec;
 use crate::retry::{AttemptHealth, Backoff, Decision};
+use crate::shutdown::{self, ShutdownClock};
 use crate::sink::reader::Until;
 use crate::sink::topics::TopicSettings;
 use crate::sink::{self, SinkSettings, SinkStats};
@@ -70,6 +71,7 @@ pub fn sink_settings(cfg: &Config) -> SinkSettings {
             replication_factor: cfg.kafka.replication_factor,
             config: cfg.kafka.topic_config.clone(),
         },
+        shutdown: ShutdownClock::new(cfg.shutdown_timeout()),
     }
 }
 
@@ -360,6 +362,16 @@ pub async fn run_with(
         server::ConnectOptions::from_config(&cfg.source),
     ));
     let m = metrics::global();
+    // Fixed at the shutdown request: bounds the sink's waits and the joins below.
+    let clock = ShutdownClock::new(cfg.shutdown_timeout());
+    tokio::spawn({
+        let (clock, mut sd) = (clock.clone(), shutdown.clone());
+        async move {
+            if sd.wait_for(|s| *s).await.is_ok() {
+                clock.request();
+            }
+        }
+    });
     let mut backoff = Backoff::from_config(&cfg.source);
     // The preflight passed once: later attempts go straight to the sink and the source.
     let mut checked = false;
@@ -413,6 +425,8 @@ pub async fn run_with(
             inbox: &inbox,
             ops: &ops,
             options,
+            clock: &clock,
+            shutdown: &shutdown,
         };
         let res = attempt(&run, stop).await;
         if *shutdown.borrow() {
@@ -453,6 +467,8 @@ pub async fn run_with(
             m.error("fenced", &e.to_string());
             m.set_state("fenced");
         }
+        // Not an error of the pipeline: a shutdown that ran out of time (exit 4).
+        Err(e) if e.kind() == ErrorKind::Unfinished => m.set_state("stopped"),
         Err(e) => {
             m.error("definite", &e.to_string());
             m.set_state("stopped");
@@ -464,7 +480,7 @@ pub async fn run_with(
     log_stats(&stats);
     let _ = api_stop.send(true);
     if let Some(api) = api {
-        api.join(API_SHUTDOWN_GRACE).await;
+        api.join(clock.cut(API_SHUTDOWN_GRACE)).await;
     }
     drop(control);
     result
@@ -565,6 +581,18 @@ struct Running<'a> {
     inbox: &'a Inbox,
     ops: &'a crate::ops::Ops,
     options: RunOptions,
+    clock: &'a ShutdownClock,
+    /// The run's shutdown signal (the attempt's stop signal also turns on a pause).
+    shutdown: &'a watch::Receiver<bool>,
+}
+
+impl Running<'_> {
+    /// Waits for the sink thread to end; after a shutdown, at most until the budget's
+    /// `abort_by` (then the thread is left to die with the process; see [`shutdown`]).
+    async fn join(&self, thread: std::thread::JoinHandle<Result<()>>) -> Result<()> {
+        let doing = "the Kafka sink's last transaction";
+        shutdown::bounded(self.clock, self.shutdown, doing, join_sink(thread)).await
+    }
 }
 
 async fn attempt(run: &Running<'_>, shutdown: watch::Receiver<bool>) -> Result<()> {
@@ -577,24 +605,30 @@ async fn attempt(run: &Running<'_>, shutdown: watch::Receiver<bool>) -> Result<(
         inbox,
         ops,
         options,
+        clock,
+        shutdown: _,
     } = *run;
     let (tx, rx) = mpsc::channel(CHANNEL_CAPACITY);
-    let handle = sink::start(
-        sink_settings(cfg),
+    let mut settings = sink_settings(cfg);
+    settings.shutdown = clock.clone();
+    let sink::SinkHandle { thread, ready } = sink::start(
+        settings,
         rx,
         stats.clone(),
         tokio::runtime::Handle::current(),
     );
-    let (committed, history) = match handle.ready.await {
+    let opening = async { Ok(ready.await) };
+    let doing = "starting the Kafka sink (fencing, reading the committed offset)";
+    let (committed, history) = match shutdown::bounded(clock, run.shutdown, doing, opening).await? {
         Ok(Ok(c)) => (c.offset, c.history),
         Ok(Err(e)) => return Err(e),
-        Err(_) => return join_sink(handle.thread).await,
+        Err(_) => return run.join(thread).await,
     };
     if committed.is_none() {
         if let Err(e) = guard_lost_offsets(cfg, router, history.len(), options).await {
             // Nothing was produced: the sink ends without writing.
             drop(tx);
-            let _ = join_sink(handle.thread).await;
+            let _ = run.join(thread).await;
             return Err(e);
         }
     }
@@ -612,16 +646,23 @@ async fn attempt(run: &Running<'_>, shutdown: watch::Receiver<bool>) -> Result<(
                 "the snapshot (start = \"snapshot_only\") is complete; nothing left to do"
             );
             drop(tx);
-            return join_sink(handle.thread).await;
+            return run.join(thread).await;
         }
     }
-    let source_result = async {
+    // The source stops at once on shutdown (or pause), wherever it is: connecting, resolving
+    // the start, streaming. Dropping it drops `tx`, and the sink finishes as at any stop.
+    let mut stop = shutdown.clone();
+    let source = async {
         let connect = server::ConnectOptions::from_config(&cfg.source);
         let mut conn = server::connect(&connect).await?;
         let info = server::server_info(&mut conn).await?;
         match server::tls_status(&mut conn).await {
-            Ok(Some(tls)) => tracing::info!(ssl_mode = %connect.ssl_mode, %tls, "connected to the source over TLS"),
-            Ok(None) => tracing::info!(ssl_mode = %connect.ssl_mode, "connected to the source in plaintext (no TLS)"),
+            Ok(Some(tls)) => {
+                tracing::info!(ssl_mode = %connect.ssl_mode, %tls, "connected to the source over TLS")
+            }
+            Ok(None) => {
+                tracing::info!(ssl_mode = %connect.ssl_mode, "connected to the source in plaintext (no TLS)")
+            }
             Err(e) => tracing::warn!(error = %e, "cannot read the source connection's TLS status"),
         }
         // The committed position is gone from the server and the operator asked for a new
@@ -664,8 +705,8 @@ async fn attempt(run: &Running<'_>, shutdown: watch::Receiver<bool>) -> Result<(
         // The schema history committed with the offset: the shapes at that position.
         if committed.is_some() {
             for ((db, table), bytes) in &history {
-                let def: crate::schema::tracked::TableDef = serde_json::from_slice(bytes)
-                    .map_err(|e| {
+                let def: crate::schema::tracked::TableDef =
+                    serde_json::from_slice(bytes).map_err(|e| {
                         Error::definite(format!(
                             "the schema history record of {db}.{table} in `{}` is not a table \
                              definition sluice can read ({e}); was it written by a newer sluice?",
@@ -700,9 +741,13 @@ async fn attempt(run: &Running<'_>, shutdown: watch::Receiver<bool>) -> Result<(
         // The stream runs on its own replication connection.
         drop(conn);
         stream::run(&settings, &info, resume, tx, skip.clone(), shutdown).await
-    }
-    .await;
-    let sink_result = join_sink(handle.thread).await;
+    };
+    let source_result = tokio::select! {
+        biased;
+        r = source => r,
+        _ = stop.wait_for(|s| *s) => Ok(()),
+    };
+    let sink_result = run.join(thread).await;
     match (source_result, sink_result) {
         // A sink failure explains why the source stopped; fenced/definite win over transient.
         (Ok(()), s) => s,

@@ -29,6 +29,7 @@ pub mod reader;
 pub mod schema_ids;
 mod state;
 pub mod topics;
+pub mod txn;
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -93,6 +94,9 @@ pub struct SinkSettings {
     pub registry: Option<crate::config::SchemaRegistryConfig>,
     /// Dead-letter topic of routes with `on_schema_change = "dlq"`.
     pub dlq_topic: String,
+    /// When shutdown was requested: bounds the sink's waits on Kafka once it was (see
+    /// [`crate::shutdown`]).
+    pub shutdown: crate::shutdown::ShutdownClock,
 }
 
 /// Counters the sink keeps; shared with whoever reports them.
@@ -175,6 +179,7 @@ fn run(
                 crate::error::ErrorKind::Transient => Error::transient(msg),
                 crate::error::ErrorKind::Fenced => Error::Fenced(msg),
                 crate::error::ErrorKind::Definite => Error::definite(msg),
+                crate::error::ErrorKind::Unfinished => Error::Unfinished(msg),
             });
         }
     };
@@ -186,6 +191,12 @@ fn run(
         Ok(()) => {}
         Err(Error::Fenced(_)) => {} // never touch a fenced producer's transaction
         Err(e) => sink.abort_quietly(&e.to_string()),
+    }
+    // A shutdown that gave up, or an abort that did not finish: the producer's state is
+    // unknown, and dropping it may wait on the same dead link (see [`txn`]).
+    if sink.retire || matches!(result, Err(Error::Unfinished(_))) {
+        let Sink { producer, .. } = sink;
+        txn::retire(producer);
     }
     result
 }
@@ -226,6 +237,9 @@ struct Sink {
     /// Offset in the offsets topic at or before this instance's claim record: where a fenced
     /// instance looks for a newer owner's claim.
     claim_from: i64,
+    /// The producer's transactional state is unknown (an abort timed out or failed): it is
+    /// dropped on a thread of its own when the sink ends, never used again.
+    retire: bool,
 }
 
 /// What the open Kafka transaction holds, counted for the metrics.
@@ -317,12 +331,13 @@ impl Sink {
         topics.ensure_history_topic(&s.schema_history_topic)?;
         let eo = s.delivery == Delivery::ExactlyOnce;
         let mut claim_from = 0;
-        let producer = SinkProducer::create(
+        let mut producer = SinkProducer::create(
             &s.client,
             eo.then_some(s.transactional_id.as_str()),
             s.transaction_timeout_ms,
             s.max_buffer_kbytes,
         )?;
+        producer.stop = s.shutdown.clone();
         if eo {
             producer
                 .inner
@@ -361,6 +376,7 @@ impl Sink {
             counts: TxnCounts::default(),
             read_reported: Instant::now(),
             claim_from,
+            retire: false,
             s,
         };
         Ok((sink, committed))
@@ -758,7 +774,7 @@ impl Sink {
                 Some(&bytes),
             )?;
             self.producer.wait_delivered()?;
-            self.commit_with_retries()?;
+            txn::commit(&self.producer, &self.s.shutdown)?;
         } else {
             // At-least-once: the offset is written only after all data is acknowledged.
             self.producer.wait_delivered()?;
@@ -804,30 +820,6 @@ impl Sink {
         Ok(())
     }
 
-    /// `commit_transaction`, retried in place while librdkafka calls the error retriable
-    /// (e.g. a coordinator moving); an abortable error ends in abort + rewind instead.
-    fn commit_with_retries(&self) -> Result<()> {
-        let mut backoff = Duration::from_millis(50);
-        for attempt in 1.. {
-            match self
-                .producer
-                .inner
-                .commit_transaction(self.producer.wait_limit)
-            {
-                Ok(()) => return Ok(()),
-                Err(rdkafka::error::KafkaError::Transaction(rde))
-                    if rde.is_retriable() && !rde.txn_requires_abort() && attempt < 10 =>
-                {
-                    tracing::warn!(error = %rde, attempt, "commit_transaction failed; retrying");
-                    std::thread::sleep(backoff);
-                    backoff = (backoff * 2).min(Duration::from_secs(2));
-                }
-                Err(e) => return Err(self.producer.classify("commit_transaction", &e)),
-            }
-        }
-        Ok(())
-    }
-
     /// Channel closed: commit what ends at a boundary, abort a half source transaction.
     fn finish(&mut self) -> Result<()> {
         if self.kafka_open && self.source_open {
@@ -849,12 +841,14 @@ impl Sink {
             return;
         }
         if self.kafka_open && self.exactly_once() {
-            match self
-                .producer
-                .inner
-                .abort_transaction(Duration::from_secs(30))
-            {
-                Ok(()) => {
+            // Bounded (see [`txn`]): a few seconds, and within the shutdown budget.
+            let wait = self
+                .s
+                .shutdown
+                .cut(txn::abort_wait(self.s.transaction_timeout_ms));
+            let outcome = txn::abort(&self.producer, wait);
+            match &outcome {
+                txn::Aborted::Done => {
                     self.stats.txns_aborted.fetch_add(1, Ordering::Relaxed);
                     metrics::global().aborted();
                     tracing::info!(
@@ -863,8 +857,20 @@ impl Sink {
                         "aborted the open Kafka transaction"
                     );
                 }
-                Err(e) => tracing::warn!(error = %e, "abort_transaction failed"),
+                txn::Aborted::TimedOut(wait) => tracing::warn!(
+                    reason,
+                    waited = ?wait,
+                    "abort_transaction did not finish; the producer is dropped, and the next \
+                     producer's init_transactions fences it and aborts its transaction"
+                ),
+                txn::Aborted::Failed(e) => tracing::warn!(
+                    reason,
+                    error = %e,
+                    "abort_transaction failed; the producer is dropped, and the next \
+                     producer's init_transactions fences it and aborts its transaction"
+                ),
             }
+            self.retire |= outcome.must_retire();
         }
         self.kafka_open = false;
         self.counts.clear();
