@@ -241,7 +241,7 @@ mod tests {
 
     #[test]
     fn an_attempt_that_committed_restarts_the_delay_but_not_the_count() {
-        let mut b = Backoff::new(MIN, MAX, 4);
+        let mut b = Backoff::new(MIN, MAX, 5);
         // Failures that got nothing done grow the delay ...
         assert_eq!(delay(b.on_failure(quick())), MIN);
         assert_eq!(delay(b.on_failure(quick())), MIN * 2);
@@ -262,7 +262,7 @@ mod tests {
         assert_eq!(delay(b.on_failure(quick())), MIN * 2);
         b.reset();
         // Committing a little before every failure still gives up after the limit.
-        for n in 1..=4 {
+        for n in 1..=5 {
             assert_eq!(
                 b.on_failure(short_busy),
                 Decision::Retry {
@@ -271,7 +271,7 @@ mod tests {
                 }
             );
         }
-        assert_eq!(b.on_failure(short_busy), Decision::GiveUp { failures: 5 });
+        assert_eq!(b.on_failure(short_busy), Decision::GiveUp { failures: 6 });
     }
 
     #[test]
