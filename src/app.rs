@@ -11,7 +11,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use rdkafka::config::ClientConfig;
-use tokio::sync::watch;
+use tokio::sync::{mpsc, watch};
 
 use crate::config::route::Router;
 use crate::config::topics::{SHARED_OFFSETS_TOPIC, SHARED_SCHEMA_HISTORY_TOPIC};
@@ -21,13 +21,16 @@ use crate::metrics;
 use crate::pipeline::CHANNEL_CAPACITY;
 use crate::position::StartSpec;
 use crate::retry::{AttemptHealth, Backoff, Decision};
-use crate::sink::reader::Until;
+use crate::shutdown::{self, ShutdownClock};
 use crate::sink::topics::TopicSettings;
 use crate::sink::{self, SinkSettings, SinkStats};
 use crate::snapshot::adhoc::Inbox;
-use crate::source::preflight::{self, CheckItem};
+use crate::source::preflight;
 use crate::source::stream::{self, SkipSet, SourceSettings};
 use crate::source::{seed, server};
+
+mod checks;
+pub use checks::preflight;
 
 /// The librdkafka client config shared by producer, consumer and admin client.
 pub fn client_config(cfg: &Config) -> ClientConfig {
@@ -70,6 +73,7 @@ pub fn sink_settings(cfg: &Config) -> SinkSettings {
             replication_factor: cfg.kafka.replication_factor,
             config: cfg.kafka.topic_config.clone(),
         },
+        shutdown: ShutdownClock::new(cfg.shutdown_timeout()),
     }
 }
 
@@ -87,226 +91,6 @@ pub fn start_spec(cfg: &Config) -> Result<StartSpec> {
         .start
         .parse()
         .map_err(|e| Error::definite(format!("`source.start`: {e}")))
-}
-
-/// Runs preflight checks against the source and Kafka; returns all items.
-pub async fn preflight(cfg: &Config) -> Result<Vec<CheckItem>> {
-    crate::source::query::set_timeout(cfg.source.query_timeout());
-    let connect = server::ConnectOptions::from_config(&cfg.source);
-    let mut conn = server::connect(&connect).await?;
-    let info = server::server_info(&mut conn).await?;
-    let mut items = preflight::check_source(&mut conn, &info, cfg.source.server_id).await;
-    items.insert(
-        1,
-        preflight::check_tls(&mut conn, cfg.source.ssl_mode).await,
-    );
-    // Kafka: reachable, offsets topic shape.
-    let kcfg = client_config(cfg);
-    let offsets_topic = cfg.offsets_topic();
-    let name = cfg.name.clone();
-    let settings = sink_settings(cfg);
-    let kafka_items =
-        tokio::task::spawn_blocking(move || kafka_checks(&kcfg, &settings, &offsets_topic, &name))
-            .await
-            .map_err(|e| Error::definite(format!("preflight task failed: {e}")))?;
-    let committed = kafka_items.1;
-    items.extend(kafka_items.0);
-    if cfg.routes_use_avro() {
-        items.push(registry_check(cfg).await);
-    }
-    let start = start_spec(cfg);
-    items.insert(
-        items.len().min(5),
-        preflight::check_row_metadata(&info, committed.is_some(), start.as_ref().ok()),
-    );
-    match (&committed, start) {
-        (Some(pos), _) => {
-            let mut item =
-                preflight::check_position(&mut conn, &info, pos, "committed offset").await;
-            if item.problem.is_some()
-                && !item.transient
-                && cfg.snapshot.on_purged == OnPurged::Resnapshot
-            {
-                item = CheckItem::ok(
-                    &item.name,
-                    format!(
-                        "{}; snapshot.on_purged = \"resnapshot\": the pipeline takes a new \
-                         snapshot and streams from the current position",
-                        item.detail
-                    ),
-                );
-            }
-            items.push(item)
-        }
-        (None, Ok(StartSpec::FilePos(fp))) => {
-            let pos = crate::position::SourcePosition::FilePos(fp);
-            items.push(preflight::check_position(&mut conn, &info, &pos, "configured start").await)
-        }
-        (None, Ok(spec)) => items.push(CheckItem::ok(
-            "resume position",
-            format!("no committed offset yet; will start at `{spec}`"),
-        )),
-        (None, Err(e)) => items.push(CheckItem::failed(
-            "resume position",
-            format!("source.start = {:?}", cfg.source.start),
-            &e,
-        )),
-    }
-    let _ =
-        crate::source::query::Timed::timed(conn.disconnect(), "closing the preflight connection")
-            .await;
-    Ok(items)
-}
-
-/// The schema registry of Avro routes: reachable, credentials accepted, its global rule.
-async fn registry_check(cfg: &Config) -> CheckItem {
-    let url = cfg.schema_registry.url.clone();
-    let outcome = match crate::registry::Registry::new(&cfg.schema_registry) {
-        Ok(r) => r.check().await.map_err(Error::from),
-        Err(e) => Err(e),
-    };
-    match outcome {
-        Ok(info) => CheckItem::ok(
-            "schema registry",
-            format!(
-                "{url}: {} subjects, compatibility {}",
-                info.subjects,
-                info.compatibility.as_deref().unwrap_or("not reported")
-            ),
-        ),
-        Err(e) => CheckItem::failed("schema registry", url, &e),
-    }
-}
-
-fn kafka_checks(
-    kcfg: &ClientConfig,
-    settings: &SinkSettings,
-    offsets_topic: &str,
-    name: &str,
-) -> (Vec<CheckItem>, Option<crate::position::SourcePosition>) {
-    let mut items = Vec::new();
-    let topics = match sink::topics::Topics::new(kcfg, settings.topics.clone()) {
-        Ok(t) => t,
-        Err(e) => {
-            items.push(CheckItem::failed(
-                "Kafka reachable",
-                settings_bootstrap(kcfg),
-                &e,
-            ));
-            return (items, None);
-        }
-    };
-    match topics.partition_count(offsets_topic) {
-        Err(e) => {
-            let mut item = CheckItem::failed("Kafka reachable", settings_bootstrap(kcfg), &e);
-            item.problem = Some(format!(
-                "{e}; check `kafka.bootstrap_servers` and that the brokers are up"
-            ));
-            items.push(item);
-            (items, None)
-        }
-        Ok(count) => {
-            items.push(CheckItem::ok("Kafka reachable", settings_bootstrap(kcfg)));
-            let probe = format!("{name}.sluice-check");
-            let detail = format!(
-                "validated (not performed) creating a data topic with partitions={}, \
-                 replication_factor={}",
-                settings.topics.partitions, settings.topics.replication_factor
-            );
-            items.push(match topics_probe(kcfg, settings, &probe) {
-                Ok(()) => CheckItem::ok("topics creatable", detail),
-                Err(e) => CheckItem::failed("topics creatable", detail, &e),
-            });
-            let mut t = topics;
-            own_topic_item(&mut items, &mut t, offsets_topic, count, "offsets topic");
-            let history = &settings.schema_history_topic;
-            let history_count = t.partition_count(history).ok().flatten();
-            own_topic_item(
-                &mut items,
-                &mut t,
-                history,
-                history_count,
-                "schema history topic",
-            );
-            // Before fencing: an advisory look (up to the last stable offset), never resumed
-            // from.
-            let read = |topic: &str| {
-                sink::offsets::read_committed_offset(
-                    kcfg,
-                    topic,
-                    name,
-                    Until::FirstEnd,
-                    Duration::from_secs(20),
-                )
-            };
-            let mut committed = match count {
-                Some(_) => read(offsets_topic),
-                None => Ok(None),
-            };
-            if let (Ok(None), Some(shared)) = (&committed, &settings.shared_offsets_topic) {
-                if t.partition_count(shared).ok().flatten().is_some() {
-                    committed = read(shared).map(|r| {
-                        r.inspect(|r| {
-                            items.push(CheckItem::ok(
-                                "committed offset",
-                                format!(
-                                    "{} in the shared `{shared}`; run moves it to \
-                                     `{offsets_topic}`",
-                                    r.position
-                                ),
-                            ))
-                        })
-                    });
-                }
-            }
-            match committed {
-                Ok(r) => (items, r.map(|r| r.position)),
-                Err(e) => {
-                    items.push(CheckItem::failed("committed offset", String::new(), &e));
-                    (items, None)
-                }
-            }
-        }
-    }
-}
-
-/// The check item of one of sluice's compacted topics: its shape when it exists.
-fn own_topic_item(
-    items: &mut Vec<CheckItem>,
-    topics: &mut sink::topics::Topics,
-    topic: &str,
-    count: Option<usize>,
-    what: &str,
-) {
-    let item = match count {
-        None => CheckItem::ok(
-            what,
-            format!("`{topic}` does not exist yet; run creates it compacted"),
-        ),
-        Some(_) => {
-            let r = if what == "offsets topic" {
-                topics.ensure_offsets_topic(topic)
-            } else {
-                topics.ensure_history_topic(topic)
-            };
-            match r {
-                Ok(()) => CheckItem::ok(what, format!("`{topic}`")),
-                Err(e) => CheckItem::failed(what, format!("`{topic}`"), &e),
-            }
-        }
-    };
-    items.push(item);
-}
-
-fn topics_probe(kcfg: &ClientConfig, settings: &SinkSettings, probe: &str) -> Result<()> {
-    sink::topics::Topics::new(kcfg, settings.topics.clone())?.validate_data_topic(probe)
-}
-
-fn settings_bootstrap(c: &ClientConfig) -> String {
-    format!(
-        "bootstrap.servers={}",
-        c.get("bootstrap.servers").unwrap_or_default()
-    )
 }
 
 /// How `sluice run` was asked to start.
@@ -364,6 +148,16 @@ pub async fn run_with(
         server::ConnectOptions::from_config(&cfg.source),
     ));
     let m = metrics::global();
+    // Fixed at the shutdown request: bounds the sink's waits and the joins below.
+    let clock = ShutdownClock::new(cfg.shutdown_timeout());
+    tokio::spawn({
+        let (clock, mut sd) = (clock.clone(), shutdown.clone());
+        async move {
+            if sd.wait_for(|s| *s).await.is_ok() {
+                clock.request();
+            }
+        }
+    });
     let mut backoff = Backoff::from_config(&cfg.source);
     // The preflight passed once: later attempts go straight to the sink and the source.
     let mut checked = false;
@@ -417,6 +211,8 @@ pub async fn run_with(
             inbox: &inbox,
             ops: &ops,
             options,
+            clock: &clock,
+            shutdown: &shutdown,
         };
         let res = attempt(&run, stop).await;
         if *shutdown.borrow() {
@@ -457,6 +253,8 @@ pub async fn run_with(
             m.error("fenced", &e.to_string());
             m.set_state("fenced");
         }
+        // Not an error of the pipeline: a shutdown that ran out of time (exit 4).
+        Err(e) if e.kind() == ErrorKind::Unfinished => m.set_state("stopped"),
         Err(e) => {
             m.error("definite", &e.to_string());
             m.set_state("stopped");
@@ -468,7 +266,7 @@ pub async fn run_with(
     log_stats(&stats);
     let _ = api_stop.send(true);
     if let Some(api) = api {
-        api.join(API_SHUTDOWN_GRACE).await;
+        api.join(clock.cut(API_SHUTDOWN_GRACE)).await;
     }
     drop(control);
     result
@@ -569,6 +367,18 @@ struct Running<'a> {
     inbox: &'a Inbox,
     ops: &'a crate::ops::Ops,
     options: RunOptions,
+    clock: &'a ShutdownClock,
+    /// The run's shutdown signal (the attempt's stop signal also turns on a pause).
+    shutdown: &'a watch::Receiver<bool>,
+}
+
+impl Running<'_> {
+    /// Waits for the sink thread to end; after a shutdown, at most until the budget's
+    /// `abort_by` (then the thread is left to die with the process; see [`shutdown`]).
+    async fn join(&self, thread: std::thread::JoinHandle<Result<()>>) -> Result<()> {
+        let doing = "the Kafka sink's last transaction";
+        shutdown::bounded(self.clock, self.shutdown, doing, join_sink(thread)).await
+    }
 }
 
 async fn attempt(run: &Running<'_>, shutdown: watch::Receiver<bool>) -> Result<()> {
@@ -581,24 +391,30 @@ async fn attempt(run: &Running<'_>, shutdown: watch::Receiver<bool>) -> Result<(
         inbox,
         ops,
         options,
+        clock,
+        shutdown: _,
     } = *run;
     let (tx, rx) = crate::channel::channel(CHANNEL_CAPACITY, cfg.source.channel_max_bytes);
-    let handle = sink::start(
-        sink_settings(cfg),
+    let mut settings = sink_settings(cfg);
+    settings.shutdown = clock.clone();
+    let sink::SinkHandle { thread, ready } = sink::start(
+        settings,
         rx,
         stats.clone(),
         tokio::runtime::Handle::current(),
     );
-    let (committed, history) = match handle.ready.await {
+    let opening = async { Ok(ready.await) };
+    let doing = "starting the Kafka sink (fencing, reading the committed offset)";
+    let (committed, history) = match shutdown::bounded(clock, run.shutdown, doing, opening).await? {
         Ok(Ok(c)) => (c.offset, c.history),
         Ok(Err(e)) => return Err(e),
-        Err(_) => return join_sink(handle.thread).await,
+        Err(_) => return run.join(thread).await,
     };
     if committed.is_none() {
         if let Err(e) = guard_lost_offsets(cfg, router, history.len(), options).await {
             // Nothing was produced: the sink ends without writing.
             drop(tx);
-            let _ = join_sink(handle.thread).await;
+            let _ = run.join(thread).await;
             return Err(e);
         }
     }
@@ -616,16 +432,23 @@ async fn attempt(run: &Running<'_>, shutdown: watch::Receiver<bool>) -> Result<(
                 "the snapshot (start = \"snapshot_only\") is complete; nothing left to do"
             );
             drop(tx);
-            return join_sink(handle.thread).await;
+            return run.join(thread).await;
         }
     }
-    let source_result = async {
+    // The source stops at once on shutdown (or pause), wherever it is: connecting, resolving
+    // the start, streaming. Dropping it drops `tx`, and the sink finishes as at any stop.
+    let mut stop = shutdown.clone();
+    let source = async {
         let connect = server::ConnectOptions::from_config(&cfg.source);
         let mut conn = server::connect(&connect).await?;
         let info = server::server_info(&mut conn).await?;
         match server::tls_status(&mut conn).await {
-            Ok(Some(tls)) => tracing::info!(ssl_mode = %connect.ssl_mode, %tls, "connected to the source over TLS"),
-            Ok(None) => tracing::info!(ssl_mode = %connect.ssl_mode, "connected to the source in plaintext (no TLS)"),
+            Ok(Some(tls)) => {
+                tracing::info!(ssl_mode = %connect.ssl_mode, %tls, "connected to the source over TLS")
+            }
+            Ok(None) => {
+                tracing::info!(ssl_mode = %connect.ssl_mode, "connected to the source in plaintext (no TLS)")
+            }
             Err(e) => tracing::warn!(error = %e, "cannot read the source connection's TLS status"),
         }
         // The committed position is gone from the server and the operator asked for a new
@@ -668,8 +491,8 @@ async fn attempt(run: &Running<'_>, shutdown: watch::Receiver<bool>) -> Result<(
         // The schema history committed with the offset: the shapes at that position.
         if committed.is_some() {
             for ((db, table), bytes) in &history {
-                let def: crate::schema::tracked::TableDef = serde_json::from_slice(bytes)
-                    .map_err(|e| {
+                let def: crate::schema::tracked::TableDef =
+                    serde_json::from_slice(bytes).map_err(|e| {
                         Error::definite(format!(
                             "the schema history record of {db}.{table} in `{}` is not a table \
                              definition sluice can read ({e}); was it written by a newer sluice?",
@@ -704,9 +527,13 @@ async fn attempt(run: &Running<'_>, shutdown: watch::Receiver<bool>) -> Result<(
         // The stream runs on its own replication connection.
         drop(conn);
         stream::run(&settings, &info, resume, tx, skip.clone(), shutdown).await
-    }
-    .await;
-    let sink_result = join_sink(handle.thread).await;
+    };
+    let source_result = tokio::select! {
+        biased;
+        r = source => r,
+        _ = stop.wait_for(|s| *s) => Ok(()),
+    };
+    let sink_result = run.join(thread).await;
     match (source_result, sink_result) {
         // A sink failure explains why the source stopped; fenced/definite win over transient.
         (Ok(()), s) => s,

@@ -5,6 +5,10 @@
 //!   transaction, rewinds the source to the last *committed* position and retries with backoff.
 //! * [`Error::Definite`]: retrying cannot help (bad configuration, a purged binlog, a fenced
 //!   producer, a record the topic refuses). The pipeline stops and tells the operator what to do.
+//! * [`Error::Unfinished`]: a shutdown ran out of `shutdown_timeout_ms` while a Kafka call
+//!   (a commit, a flush) was still waiting. The pipeline gives up on it (best-effort bounded
+//!   abort) and exits 4; the outcome of that transaction is settled by the next run's fencing,
+//!   which resumes right after whatever was committed.
 //!
 //! Every error carries a human sentence that names the setting or the place (table, binlog
 //! position) involved. Secrets never appear in these messages.
@@ -23,6 +27,9 @@ pub enum ErrorKind {
     Definite,
     /// Another instance with the same `name` took over: stop at once, never abort or retry.
     Fenced,
+    /// Shutdown gave up on a Kafka transaction that did not finish within
+    /// `shutdown_timeout_ms`: stop (exit 4), never report it as committed.
+    Unfinished,
 }
 
 impl fmt::Display for ErrorKind {
@@ -31,6 +38,7 @@ impl fmt::Display for ErrorKind {
             ErrorKind::Transient => "transient",
             ErrorKind::Definite => "definite",
             ErrorKind::Fenced => "fenced",
+            ErrorKind::Unfinished => "unfinished",
         })
     }
 }
@@ -47,6 +55,9 @@ pub enum Error {
     /// The producer was fenced by a newer instance with the same transactional id.
     #[error("{0}")]
     Fenced(String),
+    /// Shutdown stopped waiting for a Kafka transaction (its outcome is unknown).
+    #[error("{0}")]
+    Unfinished(String),
 }
 
 impl Error {
@@ -66,6 +77,7 @@ impl Error {
             Error::Transient(_) => ErrorKind::Transient,
             Error::Definite(_) => ErrorKind::Definite,
             Error::Fenced(_) => ErrorKind::Fenced,
+            Error::Unfinished(_) => ErrorKind::Unfinished,
         }
     }
 
@@ -75,6 +87,7 @@ impl Error {
             Error::Transient(m) => Error::Transient(format!("{ctx}: {m}")),
             Error::Definite(m) => Error::Definite(format!("{ctx}: {m}")),
             Error::Fenced(m) => Error::Fenced(format!("{ctx}: {m}")),
+            Error::Unfinished(m) => Error::Unfinished(format!("{ctx}: {m}")),
         }
     }
 }
@@ -118,5 +131,8 @@ mod tests {
         assert_eq!(e.to_string(), "committing: broker gone");
         let e = Error::Fenced("x".into()).context("y");
         assert_eq!(e.kind(), ErrorKind::Fenced);
+        let e = Error::Unfinished("commit".into()).context("shutdown");
+        assert_eq!(e.kind(), ErrorKind::Unfinished);
+        assert_eq!(e.to_string(), "shutdown: commit");
     }
 }

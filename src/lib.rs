@@ -24,6 +24,7 @@ pub mod position;
 pub mod registry;
 pub mod retry;
 pub mod schema;
+pub mod shutdown;
 pub mod sink;
 pub mod snapshot;
 pub mod source;

@@ -2,6 +2,7 @@
 
 use std::path::PathBuf;
 use std::process::ExitCode;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use clap::{Parser, Subcommand};
@@ -9,6 +10,7 @@ use tokio::sync::watch;
 
 use sluice::config::Config;
 use sluice::error::{Error, ErrorKind};
+use sluice::shutdown::EXIT_UNFINISHED;
 
 #[derive(Parser)]
 #[command(
@@ -131,8 +133,17 @@ fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    match rt.block_on(dispatch(cli)) {
+    let result = rt.block_on(dispatch(cli));
+    RETURNED.store(true, Ordering::SeqCst);
+    match result {
         Ok(code) => code,
+        Err(e) if e.kind() == ErrorKind::Unfinished => {
+            tracing::warn!(kind = %e.kind(), "{e}");
+            eprintln!("stopped: {e}");
+            // A sink thread may still be blocked in librdkafka: no runtime teardown (it would
+            // wait for it), no atexit handlers (they may tear down what that thread uses).
+            exit_now(EXIT_UNFINISHED)
+        }
         Err(e) => {
             tracing::error!(kind = %e.kind(), "{e}");
             eprintln!("error: {e}");
@@ -141,6 +152,44 @@ fn main() -> ExitCode {
                 _ => 1,
             })
         }
+    }
+}
+
+/// Set once `dispatch` returned: the shutdown watchdog then leaves the exit to `main`.
+static RETURNED: AtomicBool = AtomicBool::new(false);
+
+/// Ends the process at once with `code`, after flushing stdout and stderr.
+fn exit_now(code: u8) -> ! {
+    use std::io::Write;
+    let _ = std::io::stdout().flush();
+    let _ = std::io::stderr().flush();
+    // SAFETY: `_exit` only ends the process; it touches no memory of this one.
+    unsafe { libc::_exit(i32::from(code)) }
+}
+
+/// The last layer of the shutdown bound (see `sluice::shutdown`): a plain OS thread, so neither
+/// a busy runtime nor a blocked librdkafka call can delay it, ends the process with exit code
+/// 4 once `timeout` has passed since the signal and `dispatch` has not returned.
+fn start_watchdog(timeout: Duration) {
+    let spawned = std::thread::Builder::new()
+        .name("sluice-shutdown-watchdog".into())
+        .spawn(move || {
+            std::thread::sleep(timeout);
+            if RETURNED.load(Ordering::SeqCst) {
+                return;
+            }
+            let msg = format!(
+                "shut down with an unfinished Kafka transaction: the pipeline did not stop within \
+                 `shutdown_timeout_ms` ({} ms); nothing of it was reported as committed, and the \
+                 next run's fencing settles it and resumes right after the last committed offset",
+                timeout.as_millis()
+            );
+            tracing::warn!(kind = "unfinished", "{msg}");
+            eprintln!("stopped: {msg}");
+            exit_now(EXIT_UNFINISHED)
+        });
+    if let Err(e) = spawned {
+        tracing::warn!(error = %e, "cannot start the shutdown watchdog; shutdown is bounded by the pipeline's own limits only");
     }
 }
 
@@ -154,9 +203,14 @@ async fn dispatch(cli: Cli) -> Result<ExitCode, Error> {
             let cfg = load(&config)?;
             tracing::info!(name = %cfg.name, delivery = %cfg.delivery, config = %cfg.redacted_json(), "starting");
             let (tx, rx) = watch::channel(false);
+            let timeout = cfg.shutdown_timeout();
             tokio::spawn(async move {
                 wait_for_signal().await;
-                tracing::info!("shutdown requested: finishing the open transaction");
+                start_watchdog(timeout);
+                tracing::info!(
+                    shutdown_timeout_ms = timeout.as_millis() as u64,
+                    "shutdown requested: finishing the open transaction"
+                );
                 let _ = tx.send(true);
             });
             let options = sluice::app::RunOptions { start_over };

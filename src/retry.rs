@@ -11,6 +11,17 @@
 //! gives up, while one that keeps failing (at start, or soon after every restart) gives up
 //! after the limit.
 //!
+//! The *delay* starts over sooner than the count: an attempt that committed at least one
+//! Kafka transaction ([`AttemptHealth::made_progress`]) shows that the source and Kafka were
+//! reachable when it ran, so the fault that ended it is a new one, and the next attempt waits
+//! only `reconnect_backoff_min_ms`. The doubling is for an attempt that fails before it gets
+//! anything done (a service that is still down). Without this, faults that come closer
+//! together than `reconnect_backoff_max_ms` carried the grown delay of the previous one: the
+//! chaos suite saw sluice sleep several seconds after a Kafka link came back, because
+//! earlier faults had doubled the delay and no attempt in between had run long enough to be
+//! healthy. The count is not reset by progress alone, so a pipeline that commits a little and
+//! fails again and again still gives up after `max_reconnect_attempts`.
+//!
 //! Pure code: the caller measures an attempt ([`AttemptHealth`]) and sleeps the delay.
 
 use std::time::Duration;
@@ -28,7 +39,12 @@ impl AttemptHealth {
     /// Healthy: it committed at least one transaction and ran for at least `threshold`
     /// (`source.reconnect_backoff_max_ms`).
     pub fn healthy(&self, threshold: Duration) -> bool {
-        self.commits > 0 && self.ran_for >= threshold
+        self.made_progress() && self.ran_for >= threshold
+    }
+
+    /// It committed at least one Kafka transaction: the delay starts over from the minimum.
+    pub fn made_progress(&self) -> bool {
+        self.commits > 0
     }
 }
 
@@ -98,6 +114,9 @@ impl Backoff {
     pub fn on_failure(&mut self, attempt: AttemptHealth) -> Decision {
         if attempt.healthy(self.max) {
             self.reset();
+        } else if attempt.made_progress() {
+            // A new fault, not one still going on: retry soon, but keep counting.
+            self.next = self.min;
         }
         self.failures = self.failures.saturating_add(1);
         if self.limit > 0 && self.failures > self.limit {
@@ -218,6 +237,58 @@ mod tests {
         b.on_failure(long_idle);
         b.on_failure(short_busy);
         assert_eq!(b.on_failure(long_idle), Decision::GiveUp { failures: 3 });
+    }
+
+    #[test]
+    fn an_attempt_that_committed_restarts_the_delay_but_not_the_count() {
+        let mut b = Backoff::new(MIN, MAX, 5);
+        // Failures that got nothing done grow the delay ...
+        assert_eq!(delay(b.on_failure(quick())), MIN);
+        assert_eq!(delay(b.on_failure(quick())), MIN * 2);
+        assert_eq!(delay(b.on_failure(quick())), MIN * 4);
+        // ... a short attempt that committed brings it back to the minimum ...
+        let short_busy = AttemptHealth {
+            ran_for: Duration::from_millis(300),
+            commits: 3,
+        };
+        assert_eq!(
+            b.on_failure(short_busy),
+            Decision::Retry {
+                delay: MIN,
+                failures: 4
+            }
+        );
+        // ... and the doubling goes on from there for failures without progress.
+        assert_eq!(delay(b.on_failure(quick())), MIN * 2);
+        b.reset();
+        // Committing a little before every failure still gives up after the limit.
+        for n in 1..=5 {
+            assert_eq!(
+                b.on_failure(short_busy),
+                Decision::Retry {
+                    delay: MIN,
+                    failures: n
+                }
+            );
+        }
+        assert_eq!(b.on_failure(short_busy), Decision::GiveUp { failures: 6 });
+    }
+
+    #[test]
+    fn a_fault_right_after_an_earlier_one_gets_the_minimum_delay() {
+        // The chaos suite's case: a Kafka reset fails a few attempts in a row, the pipeline
+        // recovers and commits for a second or two (not long enough to be healthy), then a
+        // blackhole ends that attempt. Its retry waits the minimum, not the grown delay.
+        let mut b = Backoff::new(MIN, MAX, 0);
+        for _ in 0..4 {
+            b.on_failure(quick());
+        }
+        let recovered = AttemptHealth {
+            ran_for: Duration::from_millis(1500),
+            commits: 20,
+        };
+        assert!(!recovered.healthy(MAX));
+        assert_eq!(delay(b.on_failure(recovered)), MIN);
     }
 
     #[test]

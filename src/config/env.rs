@@ -102,6 +102,7 @@ const fn field(path: &'static [&'static str], kind: Kind) -> Field {
 pub(super) const FIELDS: &[Field] = &[
     field(&["name"], Kind::Str),
     field(&["delivery"], Kind::Str),
+    field(&["shutdown_timeout_ms"], Kind::Int),
     Field {
         path: &["source", "url"],
         kind: Kind::Str,

@@ -37,6 +37,7 @@ mod props;
 pub mod route;
 pub mod schema_registry;
 pub mod secret;
+mod shutdown;
 pub mod topics;
 
 #[cfg(test)]
@@ -59,6 +60,7 @@ pub use props::{reserved_property, ReservedProperty, RESERVED_PROPERTIES};
 pub use route::{RouteTarget, Router};
 pub use schema_registry::{SchemaRegistryConfig, SubjectNameStrategy};
 pub use secret::{is_secret_key, redact_text, Secret, SourceUrl, UrlError};
+pub use shutdown::DEFAULT_SHUTDOWN_TIMEOUT_MS;
 
 /// One thing wrong with a setting: where, what was found, what is expected and how to
 /// fix it. Never contains a secret value.
@@ -289,6 +291,11 @@ pub struct Config {
     /// (idempotent producer, no transactions). Default: `"exactly-once"`.
     #[serde(default)]
     pub delivery: Delivery,
+    /// How long `sluice run` may take to stop after SIGTERM/SIGINT, in milliseconds, 1000 to
+    /// 3600000: a commit still waiting on Kafka then is given up on (best-effort abort) and
+    /// the process exits 4. Default: 30000.
+    #[serde(default = "shutdown::default_shutdown_timeout_ms")]
+    pub shutdown_timeout_ms: u64,
     /// The MySQL/MariaDB server to read the binlog from (`[source]`), required.
     pub source: SourceConfig,
     /// The Kafka cluster to write to (`[kafka]`), required.
@@ -974,6 +981,7 @@ impl Config {
         schema_registry::validate(self, &mut problems);
         api::validate(self, &mut problems);
         limits::validate(self, &mut problems);
+        shutdown::validate(self, &mut problems);
         // Compiles every regex and topic template (pushes their problems). When the name
         // is invalid, the default route's template (derived from it) is too: not reported
         // twice.

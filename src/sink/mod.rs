@@ -27,8 +27,10 @@ pub mod past;
 pub mod producer;
 pub mod reader;
 pub mod schema_ids;
+mod schema_write;
 mod state;
 pub mod topics;
+pub mod txn;
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -40,17 +42,19 @@ use rdkafka::producer::Producer;
 use tokio::sync::oneshot;
 
 use crate::config::Delivery;
-use crate::config::{Format, OnSchemaChange};
-use crate::encode::avro::{AvroEncoder, SchemaIds};
+use crate::config::Format;
+use crate::encode::avro::AvroEncoder;
 use crate::encode::json::{JsonEncoder, Record};
 use crate::error::{Error, Result};
 use crate::metrics;
 use crate::pipeline::{Change, Checkpoint, TableCtx, TxnMeta};
-use crate::position::SourcePosition;
 use crate::registry::{BlockingRegistry, Registry};
 use offsets::OffsetRecord;
 use producer::SinkProducer;
 use topics::{TopicSettings, Topics};
+
+pub use offsets::set_offset;
+pub use schema_write::{describe_shape_change, history_key};
 
 /// Everything the sink needs from the configuration.
 #[derive(Debug, Clone)]
@@ -93,6 +97,9 @@ pub struct SinkSettings {
     pub registry: Option<crate::config::SchemaRegistryConfig>,
     /// Dead-letter topic of routes with `on_schema_change = "dlq"`.
     pub dlq_topic: String,
+    /// When shutdown was requested: bounds the sink's waits on Kafka once it was (see
+    /// [`crate::shutdown`]).
+    pub shutdown: crate::shutdown::ShutdownClock,
 }
 
 /// Counters the sink keeps; shared with whoever reports them.
@@ -175,6 +182,7 @@ fn run(
                 crate::error::ErrorKind::Transient => Error::transient(msg),
                 crate::error::ErrorKind::Fenced => Error::Fenced(msg),
                 crate::error::ErrorKind::Definite => Error::definite(msg),
+                crate::error::ErrorKind::Unfinished => Error::Unfinished(msg),
             });
         }
     };
@@ -186,6 +194,12 @@ fn run(
         Ok(()) => {}
         Err(Error::Fenced(_)) => {} // never touch a fenced producer's transaction
         Err(e) => sink.abort_quietly(&e.to_string()),
+    }
+    // A shutdown that gave up, or an abort that did not finish: the producer's state is
+    // unknown, and dropping it may wait on the same dead link (see [`txn`]).
+    if sink.retire || matches!(result, Err(Error::Unfinished(_))) {
+        let Sink { producer, .. } = sink;
+        txn::retire(producer);
     }
     result
 }
@@ -226,6 +240,9 @@ struct Sink {
     /// Offset in the offsets topic at or before this instance's claim record: where a fenced
     /// instance looks for a newer owner's claim.
     claim_from: i64,
+    /// The producer's transactional state is unknown (an abort timed out or failed): it is
+    /// dropped on a thread of its own when the sink ends, never used again.
+    retire: bool,
 }
 
 /// What the open Kafka transaction holds, counted for the metrics.
@@ -317,12 +334,13 @@ impl Sink {
         topics.ensure_history_topic(&s.schema_history_topic)?;
         let eo = s.delivery == Delivery::ExactlyOnce;
         let mut claim_from = 0;
-        let producer = SinkProducer::create(
+        let mut producer = SinkProducer::create(
             &s.client,
             eo.then_some(s.transactional_id.as_str()),
             s.transaction_timeout_ms,
             s.max_buffer_kbytes,
         )?;
+        producer.stop = s.shutdown.clone();
         if eo {
             producer
                 .inner
@@ -361,6 +379,7 @@ impl Sink {
             counts: TxnCounts::default(),
             read_reported: Instant::now(),
             claim_from,
+            retire: false,
             s,
         };
         Ok((sink, committed))
@@ -585,137 +604,6 @@ impl Sink {
         Ok(())
     }
 
-    /// The registered schema ids of an Avro table version, registering its key and value
-    /// schemas on first use — inside the open Kafka transaction, so no record citing an id
-    /// commits before the registry accepted the schema. `Err(reason)`: the registry refused
-    /// the value schema and the route sends such rows to the dead-letter topic.
-    fn schema_ids(
-        &mut self,
-        table: &Arc<TableCtx>,
-    ) -> Result<std::result::Result<SchemaIds, String>> {
-        let Some(avro) = table.avro.clone() else {
-            return Err(Error::definite(format!(
-                "internal: Avro route for {}.{} without Avro schemas",
-                table.schema.db, table.schema.table
-            )));
-        };
-        if let Some(ids) = self.avro_ids.get(&table.label, &table.route.topic, &avro) {
-            return Ok(ids.clone());
-        }
-        let Some(registry) = &self.registry else {
-            return Err(Error::definite(format!(
-                "{}.{} is routed with format = \"avro\" but no [schema_registry] is configured; \
-                 set schema_registry.url",
-                table.schema.db, table.schema.table
-            )));
-        };
-        // Registration happens while the Kafka transaction is open: leave it most of its time.
-        let deadline = Instant::now() + Duration::from_millis(self.s.transaction_timeout_ms / 3);
-        let topic = &table.route.topic;
-        let table_name = (table.schema.db.clone(), table.schema.table.clone());
-        let register = |is_key: bool, doc: &crate::encode::avro::AvroDoc| {
-            let subject = registry
-                .registry()
-                .subject_for(topic, is_key, &doc.full_name);
-            registry
-                .register_retrying(&subject, &doc.schema_json, deadline)
-                .map_err(|e| (subject, e))
-        };
-        let key = avro.key.as_ref().map(|doc| register(true, doc));
-        let value = register(false, &avro.value);
-        let outcome = match (key, value) {
-            (None, Ok(value)) => Ok(SchemaIds { key: None, value }),
-            (Some(Ok(key)), Ok(value)) => Ok(SchemaIds {
-                key: Some(key),
-                value,
-            }),
-            (Some(Err((subject, e))), _) | (_, Err((subject, e))) => {
-                let changed = self
-                    .last_shape
-                    .get(&table_name)
-                    .map(|old| describe_shape_change(&old.schema, &table.schema))
-                    .unwrap_or_default();
-                let msg = format!(
-                    "the schema registry refused the new Avro schema of {}.{} (subject `{subject}`){}: {e}",
-                    table_name.0,
-                    table_name.1,
-                    if changed.is_empty() {
-                        String::new()
-                    } else {
-                        format!("; changed since the last shape written: {changed}")
-                    }
-                );
-                if e.kind() == crate::error::ErrorKind::Definite
-                    && table.route.on_schema_change == OnSchemaChange::Dlq
-                {
-                    tracing::warn!(table = %format!("{}.{}", table_name.0, table_name.1), dlq = %self.s.dlq_topic, error = %msg, "rows of a refused schema go to the dead-letter topic");
-                    Err(msg)
-                } else {
-                    let fix = if e.kind() == crate::error::ErrorKind::Definite {
-                        ". Nothing of this shape was committed. Fix: make the change compatible \
-                         under the subject's compatibility rule (e.g. give a new NOT NULL column \
-                         a nullable type), relax the rule for the subject in the registry, or set \
-                         on_schema_change = \"dlq\" on the route to divert such rows"
-                    } else {
-                        ""
-                    };
-                    return Err(match e.kind() {
-                        crate::error::ErrorKind::Transient => {
-                            Error::transient(format!("{msg}{fix}"))
-                        }
-                        _ => Error::definite(format!("{msg}{fix}")),
-                    });
-                }
-            }
-        };
-        if outcome.is_ok() {
-            self.last_shape.insert(table_name, table.clone());
-        }
-        self.avro_ids
-            .insert(&table.label, &table.route.topic, &avro, outcome.clone());
-        Ok(outcome)
-    }
-
-    /// Writes a DDL's schema-change record and its schema-history updates into the open
-    /// Kafka transaction, so they commit together with the offset past the statement.
-    fn write_schema_event(&mut self, ev: &crate::pipeline::SchemaEvent) -> Result<()> {
-        if ev.record.is_some() {
-            self.topics
-                .ensure_ordered_topic(&self.s.schema_changes_topic)?;
-        }
-        self.topics
-            .ensure_history_topic(&self.s.schema_history_topic)?;
-        let key = serde_json::json!({"db": ev.db, "table": ev.table}).to_string();
-        let at = |e: Error| {
-            e.context(format!(
-                "writing the schema change of {}.{} (binlog {}:{})",
-                ev.db, ev.table, self.meta.file, self.meta.pos
-            ))
-        };
-        if let Some(record) = &ev.record {
-            self.producer
-                .send(
-                    &self.s.schema_changes_topic,
-                    Some(key.as_bytes()),
-                    Some(record),
-                )
-                .map_err(at)?;
-            self.kafka_records += 1;
-        }
-        for (db, table, shape) in &ev.history {
-            let hkey = history_key(&self.s.name, db, table);
-            self.producer
-                .send(
-                    &self.s.schema_history_topic,
-                    Some(hkey.as_bytes()),
-                    shape.as_deref(),
-                )
-                .map_err(at)?;
-            self.kafka_records += 1;
-        }
-        Ok(())
-    }
-
     /// A source transaction longer than the Kafka transaction timeout cannot be written
     /// atomically: fail clearly instead of letting the broker abort it behind our back.
     fn check_txn_age(&self) -> Result<()> {
@@ -762,7 +650,7 @@ impl Sink {
                 Some(&bytes),
             )?;
             self.producer.wait_delivered()?;
-            self.commit_with_retries()?;
+            txn::commit(&self.producer, &self.s.shutdown)?;
         } else {
             // At-least-once: the offset is written only after all data is acknowledged.
             self.producer.wait_delivered()?;
@@ -808,30 +696,6 @@ impl Sink {
         Ok(())
     }
 
-    /// `commit_transaction`, retried in place while librdkafka calls the error retriable
-    /// (e.g. a coordinator moving); an abortable error ends in abort + rewind instead.
-    fn commit_with_retries(&self) -> Result<()> {
-        let mut backoff = Duration::from_millis(50);
-        for attempt in 1.. {
-            match self
-                .producer
-                .inner
-                .commit_transaction(self.producer.wait_limit)
-            {
-                Ok(()) => return Ok(()),
-                Err(rdkafka::error::KafkaError::Transaction(rde))
-                    if rde.is_retriable() && !rde.txn_requires_abort() && attempt < 10 =>
-                {
-                    tracing::warn!(error = %rde, attempt, "commit_transaction failed; retrying");
-                    std::thread::sleep(backoff);
-                    backoff = (backoff * 2).min(Duration::from_secs(2));
-                }
-                Err(e) => return Err(self.producer.classify("commit_transaction", &e)),
-            }
-        }
-        Ok(())
-    }
-
     /// Channel closed: commit what ends at a boundary, abort a half source transaction.
     fn finish(&mut self) -> Result<()> {
         if self.kafka_open && self.source_open {
@@ -853,12 +717,14 @@ impl Sink {
             return;
         }
         if self.kafka_open && self.exactly_once() {
-            match self
-                .producer
-                .inner
-                .abort_transaction(Duration::from_secs(30))
-            {
-                Ok(()) => {
+            // Bounded (see [`txn`]): a few seconds, and within the shutdown budget.
+            let wait = self
+                .s
+                .shutdown
+                .cut(txn::abort_wait(self.s.transaction_timeout_ms));
+            let outcome = txn::abort(&self.producer, wait);
+            match &outcome {
+                txn::Aborted::Done => {
                     self.stats.txns_aborted.fetch_add(1, Ordering::Relaxed);
                     metrics::global().aborted();
                     tracing::info!(
@@ -867,8 +733,20 @@ impl Sink {
                         "aborted the open Kafka transaction"
                     );
                 }
-                Err(e) => tracing::warn!(error = %e, "abort_transaction failed"),
+                txn::Aborted::TimedOut(wait) => tracing::warn!(
+                    reason,
+                    waited = ?wait,
+                    "abort_transaction did not finish; the producer is dropped, and the next \
+                     producer's init_transactions fences it and aborts its transaction"
+                ),
+                txn::Aborted::Failed(e) => tracing::warn!(
+                    reason,
+                    error = %e,
+                    "abort_transaction failed; the producer is dropped, and the next \
+                     producer's init_transactions fences it and aborts its transaction"
+                ),
             }
+            self.retire |= outcome.must_retire();
         }
         self.kafka_open = false;
         self.counts.clear();
@@ -901,80 +779,4 @@ fn dead_letter(topic: &str, reason: &str, rec: &Record) -> Vec<u8> {
     })
     .to_string()
     .into_bytes()
-}
-
-/// The columns added, removed or changed between two shapes of a table, for messages.
-pub fn describe_shape_change(
-    old: &crate::schema::TableSchema,
-    new: &crate::schema::TableSchema,
-) -> String {
-    let mut parts = Vec::new();
-    for c in &new.columns {
-        match old.columns.iter().find(|o| o.name == c.name) {
-            None => parts.push(format!(
-                "column `{}` added ({:?}{})",
-                c.name,
-                c.kind,
-                if c.nullable {
-                    ", nullable"
-                } else {
-                    ", NOT NULL"
-                }
-            )),
-            Some(o) if o.kind != c.kind || o.nullable != c.nullable => parts.push(format!(
-                "column `{}` changed from {:?}{} to {:?}{}",
-                c.name,
-                o.kind,
-                if o.nullable { " NULL" } else { " NOT NULL" },
-                c.kind,
-                if c.nullable { " NULL" } else { " NOT NULL" }
-            )),
-            Some(_) => {}
-        }
-    }
-    for o in &old.columns {
-        if !new.columns.iter().any(|c| c.name == o.name) {
-            parts.push(format!("column `{}` removed", o.name));
-        }
-    }
-    parts.join(", ")
-}
-
-/// Key of a table's record in the schema-history topic: `<pipeline>/<db>.<table>`.
-pub fn history_key(pipeline: &str, db: &str, table: &str) -> String {
-    format!("{pipeline}/{db}.{table}")
-}
-
-/// `sluice offsets set`: fences any running instance (same transactional id), then commits an
-/// operator-chosen position in a transaction of its own. Blocking.
-pub fn set_offset(s: &SinkSettings, position: SourcePosition) -> Result<()> {
-    let mut topics = Topics::new(&s.client, s.topics.clone())?;
-    topics.ensure_offsets_topic(&s.offsets_topic)?;
-    let producer = SinkProducer::create(
-        &s.client,
-        Some(&s.transactional_id),
-        s.transaction_timeout_ms,
-        s.max_buffer_kbytes,
-    )?;
-    producer
-        .inner
-        .init_transactions(Duration::from_secs(60))
-        .map_err(|e| classify::classify("init_transactions (fencing)", &e))?;
-    producer
-        .inner
-        .begin_transaction()
-        .map_err(|e| classify::classify("begin_transaction", &e))?;
-    let mut rec = OffsetRecord::new(&s.name, position, 0);
-    rec.written_by = "operator".into();
-    producer.send(
-        &s.offsets_topic,
-        Some(s.name.as_bytes()),
-        Some(&rec.to_bytes()),
-    )?;
-    producer.wait_delivered()?;
-    producer
-        .inner
-        .commit_transaction(Duration::from_secs(60))
-        .map_err(|e| classify::classify("commit_transaction", &e))?;
-    Ok(())
 }

@@ -15,7 +15,10 @@ use std::time::Duration;
 use rdkafka::config::ClientConfig;
 use serde::{Deserialize, Serialize};
 
+use rdkafka::producer::Producer;
+
 use super::reader::{self, Until};
+use super::{classify, producer::SinkProducer, topics::Topics};
 use crate::error::{Error, Result};
 use crate::position::SourcePosition;
 
@@ -152,6 +155,40 @@ pub fn parse_operator_position(text: &str) -> Result<SourcePosition> {
              file:<name>:<pos> (to start over from `source.start`, use a new pipeline name)"
         ))),
     }
+}
+
+/// `sluice offsets set`: fences any running instance (same transactional id), then commits an
+/// operator-chosen position in a transaction of its own. Blocking.
+pub fn set_offset(s: &crate::sink::SinkSettings, position: SourcePosition) -> Result<()> {
+    let mut topics = Topics::new(&s.client, s.topics.clone())?;
+    topics.ensure_offsets_topic(&s.offsets_topic)?;
+    let producer = SinkProducer::create(
+        &s.client,
+        Some(&s.transactional_id),
+        s.transaction_timeout_ms,
+        s.max_buffer_kbytes,
+    )?;
+    producer
+        .inner
+        .init_transactions(Duration::from_secs(60))
+        .map_err(|e| classify::classify("init_transactions (fencing)", &e))?;
+    producer
+        .inner
+        .begin_transaction()
+        .map_err(|e| classify::classify("begin_transaction", &e))?;
+    let mut rec = OffsetRecord::new(&s.name, position, 0);
+    rec.written_by = "operator".into();
+    producer.send(
+        &s.offsets_topic,
+        Some(s.name.as_bytes()),
+        Some(&rec.to_bytes()),
+    )?;
+    producer.wait_delivered()?;
+    producer
+        .inner
+        .commit_transaction(Duration::from_secs(60))
+        .map_err(|e| classify::classify("commit_transaction", &e))?;
+    Ok(())
 }
 
 #[cfg(test)]

@@ -71,6 +71,9 @@ pub struct SinkProducer {
     pub wait_limit: Duration,
     /// Records produced since delivery reports were last served.
     unpolled: std::sync::atomic::AtomicU32,
+    /// Once shutdown was requested, waiting for queue space or acknowledgements stops at the
+    /// shutdown budget's `finish_by` ([`Error::Unfinished`]).
+    pub stop: crate::shutdown::ShutdownClock,
 }
 
 /// Delivery reports are served every this many records (each poll reads the clock and takes
@@ -107,6 +110,7 @@ impl SinkProducer {
             ctx,
             wait_limit: Duration::from_millis(transaction_timeout_ms),
             unpolled: std::sync::atomic::AtomicU32::new(0),
+            stop: crate::shutdown::ShutdownClock::default(),
         })
     }
 
@@ -131,6 +135,8 @@ impl SinkProducer {
                     return Ok(());
                 }
                 Err((KafkaError::MessageProduction(RDKafkaErrorCode::QueueFull), _)) => {
+                    self.stop
+                        .check(&format!("waiting for producer queue space for `{topic}`"))?;
                     if started.elapsed() > self.wait_limit {
                         return Err(Error::transient(format!(
                             "the Kafka producer queue stayed full for {:?} while writing to `{topic}`",
@@ -149,6 +155,8 @@ impl SinkProducer {
     pub fn wait_delivered(&self) -> Result<()> {
         let started = Instant::now();
         while self.inner.in_flight_count() > 0 {
+            self.stop
+                .check("waiting for the acknowledgement of produced records")?;
             if started.elapsed() > self.wait_limit {
                 return Err(Error::transient(format!(
                     "records not acknowledged within {:?} (`kafka.transaction_timeout_ms`)",

@@ -1,0 +1,236 @@
+//! The preflight `sluice check` prints and `sluice run` starts with: the source's checks
+//! (`crate::source::preflight`), then Kafka (reachable, topics creatable, the offsets and
+//! schema-history topics' shape, the committed offset) and the schema registry.
+
+use std::time::Duration;
+
+use rdkafka::config::ClientConfig;
+
+use super::{client_config, sink_settings, start_spec};
+use crate::config::{Config, OnPurged};
+use crate::error::{Error, Result};
+use crate::position::StartSpec;
+use crate::sink::reader::Until;
+use crate::sink::{self, SinkSettings};
+use crate::source::preflight::{self, CheckItem};
+use crate::source::server;
+
+/// Runs preflight checks against the source and Kafka; returns all items.
+pub async fn preflight(cfg: &Config) -> Result<Vec<CheckItem>> {
+    crate::source::query::set_timeout(cfg.source.query_timeout());
+    let connect = server::ConnectOptions::from_config(&cfg.source);
+    let mut conn = server::connect(&connect).await?;
+    let info = server::server_info(&mut conn).await?;
+    let mut items = preflight::check_source(&mut conn, &info, cfg.source.server_id).await;
+    items.insert(
+        1,
+        preflight::check_tls(&mut conn, cfg.source.ssl_mode).await,
+    );
+    // Kafka: reachable, offsets topic shape.
+    let kcfg = client_config(cfg);
+    let offsets_topic = cfg.offsets_topic();
+    let name = cfg.name.clone();
+    let settings = sink_settings(cfg);
+    let kafka_items =
+        tokio::task::spawn_blocking(move || kafka_checks(&kcfg, &settings, &offsets_topic, &name))
+            .await
+            .map_err(|e| Error::definite(format!("preflight task failed: {e}")))?;
+    let committed = kafka_items.1;
+    items.extend(kafka_items.0);
+    if cfg.routes_use_avro() {
+        items.push(registry_check(cfg).await);
+    }
+    let start = start_spec(cfg);
+    items.insert(
+        items.len().min(5),
+        preflight::check_row_metadata(&info, committed.is_some(), start.as_ref().ok()),
+    );
+    match (&committed, start) {
+        (Some(pos), _) => {
+            let mut item =
+                preflight::check_position(&mut conn, &info, pos, "committed offset").await;
+            if item.problem.is_some()
+                && !item.transient
+                && cfg.snapshot.on_purged == OnPurged::Resnapshot
+            {
+                item = CheckItem::ok(
+                    &item.name,
+                    format!(
+                        "{}; snapshot.on_purged = \"resnapshot\": the pipeline takes a new \
+                         snapshot and streams from the current position",
+                        item.detail
+                    ),
+                );
+            }
+            items.push(item)
+        }
+        (None, Ok(StartSpec::FilePos(fp))) => {
+            let pos = crate::position::SourcePosition::FilePos(fp);
+            items.push(preflight::check_position(&mut conn, &info, &pos, "configured start").await)
+        }
+        (None, Ok(spec)) => items.push(CheckItem::ok(
+            "resume position",
+            format!("no committed offset yet; will start at `{spec}`"),
+        )),
+        (None, Err(e)) => items.push(CheckItem::failed(
+            "resume position",
+            format!("source.start = {:?}", cfg.source.start),
+            &e,
+        )),
+    }
+    let _ =
+        crate::source::query::Timed::timed(conn.disconnect(), "closing the preflight connection")
+            .await;
+    Ok(items)
+}
+
+/// The schema registry of Avro routes: reachable, credentials accepted, its global rule.
+async fn registry_check(cfg: &Config) -> CheckItem {
+    let url = cfg.schema_registry.url.clone();
+    let outcome = match crate::registry::Registry::new(&cfg.schema_registry) {
+        Ok(r) => r.check().await.map_err(Error::from),
+        Err(e) => Err(e),
+    };
+    match outcome {
+        Ok(info) => CheckItem::ok(
+            "schema registry",
+            format!(
+                "{url}: {} subjects, compatibility {}",
+                info.subjects,
+                info.compatibility.as_deref().unwrap_or("not reported")
+            ),
+        ),
+        Err(e) => CheckItem::failed("schema registry", url, &e),
+    }
+}
+
+fn kafka_checks(
+    kcfg: &ClientConfig,
+    settings: &SinkSettings,
+    offsets_topic: &str,
+    name: &str,
+) -> (Vec<CheckItem>, Option<crate::position::SourcePosition>) {
+    let mut items = Vec::new();
+    let topics = match sink::topics::Topics::new(kcfg, settings.topics.clone()) {
+        Ok(t) => t,
+        Err(e) => {
+            items.push(CheckItem::failed(
+                "Kafka reachable",
+                settings_bootstrap(kcfg),
+                &e,
+            ));
+            return (items, None);
+        }
+    };
+    match topics.partition_count(offsets_topic) {
+        Err(e) => {
+            let mut item = CheckItem::failed("Kafka reachable", settings_bootstrap(kcfg), &e);
+            item.problem = Some(format!(
+                "{e}; check `kafka.bootstrap_servers` and that the brokers are up"
+            ));
+            items.push(item);
+            (items, None)
+        }
+        Ok(count) => {
+            items.push(CheckItem::ok("Kafka reachable", settings_bootstrap(kcfg)));
+            let probe = format!("{name}.sluice-check");
+            let detail = format!(
+                "validated (not performed) creating a data topic with partitions={}, \
+                 replication_factor={}",
+                settings.topics.partitions, settings.topics.replication_factor
+            );
+            items.push(match topics_probe(kcfg, settings, &probe) {
+                Ok(()) => CheckItem::ok("topics creatable", detail),
+                Err(e) => CheckItem::failed("topics creatable", detail, &e),
+            });
+            let mut t = topics;
+            own_topic_item(&mut items, &mut t, offsets_topic, count, "offsets topic");
+            let history = &settings.schema_history_topic;
+            let history_count = t.partition_count(history).ok().flatten();
+            own_topic_item(
+                &mut items,
+                &mut t,
+                history,
+                history_count,
+                "schema history topic",
+            );
+            // Before fencing: an advisory look (up to the last stable offset), never resumed
+            // from.
+            let read = |topic: &str| {
+                sink::offsets::read_committed_offset(
+                    kcfg,
+                    topic,
+                    name,
+                    Until::FirstEnd,
+                    Duration::from_secs(20),
+                )
+            };
+            let mut committed = match count {
+                Some(_) => read(offsets_topic),
+                None => Ok(None),
+            };
+            if let (Ok(None), Some(shared)) = (&committed, &settings.shared_offsets_topic) {
+                if t.partition_count(shared).ok().flatten().is_some() {
+                    committed = read(shared).map(|r| {
+                        r.inspect(|r| {
+                            items.push(CheckItem::ok(
+                                "committed offset",
+                                format!(
+                                    "{} in the shared `{shared}`; run moves it to \
+                                     `{offsets_topic}`",
+                                    r.position
+                                ),
+                            ))
+                        })
+                    });
+                }
+            }
+            match committed {
+                Ok(r) => (items, r.map(|r| r.position)),
+                Err(e) => {
+                    items.push(CheckItem::failed("committed offset", String::new(), &e));
+                    (items, None)
+                }
+            }
+        }
+    }
+}
+
+/// The check item of one of sluice's compacted topics: its shape when it exists.
+fn own_topic_item(
+    items: &mut Vec<CheckItem>,
+    topics: &mut sink::topics::Topics,
+    topic: &str,
+    count: Option<usize>,
+    what: &str,
+) {
+    let item = match count {
+        None => CheckItem::ok(
+            what,
+            format!("`{topic}` does not exist yet; run creates it compacted"),
+        ),
+        Some(_) => {
+            let r = if what == "offsets topic" {
+                topics.ensure_offsets_topic(topic)
+            } else {
+                topics.ensure_history_topic(topic)
+            };
+            match r {
+                Ok(()) => CheckItem::ok(what, format!("`{topic}`")),
+                Err(e) => CheckItem::failed(what, format!("`{topic}`"), &e),
+            }
+        }
+    };
+    items.push(item);
+}
+
+fn topics_probe(kcfg: &ClientConfig, settings: &SinkSettings, probe: &str) -> Result<()> {
+    sink::topics::Topics::new(kcfg, settings.topics.clone())?.validate_data_topic(probe)
+}
+
+fn settings_bootstrap(c: &ClientConfig) -> String {
+    format!(
+        "bootstrap.servers={}",
+        c.get("bootstrap.servers").unwrap_or_default()
+    )
+}
