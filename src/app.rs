@@ -11,7 +11,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use rdkafka::config::ClientConfig;
-use tokio::sync::{mpsc, watch};
+use tokio::sync::watch;
 
 use crate::config::route::Router;
 use crate::config::topics::{SHARED_OFFSETS_TOPIC, SHARED_SCHEMA_HISTORY_TOPIC};
@@ -68,6 +68,10 @@ pub fn sink_settings(cfg: &Config) -> SinkSettings {
         client: client_config(cfg),
         registry: cfg.routes_use_avro().then(|| cfg.schema_registry.clone()),
         dlq_topic: cfg.dlq_topic(),
+        data_topic_patterns: Router::new(cfg)
+            .map(|r| r.topic_patterns())
+            .unwrap_or_else(|_| regex::RegexSet::empty()),
+        bootstrap: cfg.kafka.bootstrap_servers.clone(),
         topics: TopicSettings {
             partitions: cfg.kafka.partitions,
             replication_factor: cfg.kafka.replication_factor,

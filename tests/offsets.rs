@@ -470,6 +470,129 @@ async fn a_foreign_open_transaction_on_a_shared_offsets_topic_repeats_nothing(fl
     eprintln!("[{name}] foreign open transaction: 300 rows, 0 duplicates, 0 missing");
 }
 
+/// A transaction left open on a data partition (the effect of a marker Kafka skipped: see
+/// `src/sink/hanging.rs`; here another producer's transaction that nobody ends): a restarted
+/// pipeline must not start a transaction there, because its commit marker would commit the
+/// open records with it. It fails as transient with the partition, the offset and the
+/// `kafka-transactions.sh abort` command, writes nothing, and goes on once that command ran.
+async fn a_transaction_left_open_on_a_data_partition_is_not_adopted(flavor: Flavor) {
+    let name = flavor.name;
+    let p = Pipeline::new(flavor, "hang", "");
+    p.edit_config(
+        &format!("offsets_topic = \"{}\"", p.offsets_topic),
+        &format!(
+            "offsets_topic = \"{}\"\ntransaction_timeout_ms = 10000",
+            p.offsets_topic
+        ),
+    );
+    let db = p.db.clone();
+    let (mut c, mut child) = p
+        .start_with(&[("t", "(id INT PRIMARY KEY, pad VARCHAR(10))")])
+        .await;
+    exec(&mut c, &[&format!("USE {}", p.db)]).await;
+    let topic = p.topic("t");
+    exec(
+        &mut c,
+        &[&flavor.insert_seq(&format!("{db}.t"), 1, 50, "a")],
+    )
+    .await;
+    assert_eq!(committed(&topic, 50).len(), 50, "[{name}] first 50 rows");
+    terminate(&mut child);
+
+    let foreign = foreign_producer(600_000);
+    foreign.begin_transaction().expect("begin");
+    foreign
+        .send(
+            BaseRecord::<str, str>::to(&topic)
+                .partition(0)
+                .key("{\"id\":-1}")
+                .payload("{}"),
+        )
+        .map_err(|(e, _)| e)
+        .expect("send");
+    foreign.flush(Duration::from_secs(30)).expect("flush");
+    let lso = {
+        let c: BaseConsumer = client()
+            .set("isolation.level", "read_committed")
+            .create()
+            .expect("consumer");
+        c.fetch_watermarks(&topic, 0, Duration::from_secs(10))
+            .expect("lso")
+            .1
+    };
+    let extent = topic_extent(&topic);
+    exec(
+        &mut c,
+        &[&flavor.insert_seq(&format!("{db}.t"), 51, 100, "b")],
+    )
+    .await;
+
+    let mut child = p.spawn();
+    wait_log(
+        &p,
+        "held back by an open transaction",
+        1,
+        Duration::from_secs(90),
+    );
+    let log = p.log();
+    let advice = format!("abort --topic {topic} --partition 0 --start-offset {lso}");
+    assert!(
+        log.contains(&advice),
+        "[{name}] the error names the partition, the offset {lso} and the command:\n{log}"
+    );
+    assert!(
+        !log.contains("resuming from the committed offset"),
+        "[{name}] must not stream while the partition is held:\n{log}"
+    );
+    assert_eq!(
+        topic_extent(&topic),
+        extent,
+        "[{name}] nothing written while held"
+    );
+
+    // What the error tells the operator to do, with Kafka's own tool.
+    let out = std::process::Command::new(
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("scripts/lib/kafka-run-class"),
+    )
+    .args([
+        "org.apache.kafka.tools.TransactionsCommand",
+        "--bootstrap-server",
+        KAFKA,
+        "abort",
+        "--topic",
+        &topic,
+        "--partition",
+        "0",
+        "--start-offset",
+        &lso.to_string(),
+    ])
+    .output()
+    .expect("run TransactionsCommand");
+    assert!(
+        out.status.success(),
+        "[{name}] abort: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    wait_log(
+        &p,
+        "resuming from the committed offset",
+        1,
+        Duration::from_secs(120),
+    );
+    let recs = committed(&topic, 100);
+    terminate(&mut child);
+    let got = ids(&recs);
+    let want: Vec<i64> = (1..=100).collect();
+    assert_eq!(
+        got,
+        want,
+        "[{name}] every row once, the open record never; log:\n{}",
+        p.log()
+    );
+    drop(foreign);
+    eprintln!("[{name}] open transaction on a data partition: 100 rows, 0 duplicates, 0 missing");
+}
+
 /// By default a pipeline's offsets and schema history are in topics of its own, compacted
 /// with one partition, and nothing of it goes to the shared topics.
 async fn offsets_and_history_are_in_topics_of_the_pipelines_own(flavor: Flavor) {
@@ -759,6 +882,7 @@ async fn a_deleted_offsets_topic_stops_the_run_until_told_to_start_over(flavor: 
 
 per_flavor!(
     a_foreign_open_transaction_on_a_shared_offsets_topic_repeats_nothing,
+    a_transaction_left_open_on_a_data_partition_is_not_adopted,
     offsets_and_history_are_in_topics_of_the_pipelines_own,
     a_committed_offset_in_the_shared_topic_is_moved_over_once,
     a_deleted_offsets_topic_stops_the_run_until_told_to_start_over,

@@ -201,7 +201,6 @@ async fn a_takeover_during_a_stall_still_fences_the_first(flavor: Flavor) {
 }
 
 #[tokio::test(flavor = "multi_thread")]
-#[ignore = "not yet run on the merged code in CI: cargo test --test stall -- --ignored"]
 async fn mariadb_a_commit_stalled_past_the_transaction_timeout_recovers() {
     if MARIADB.enabled() {
         a_commit_stalled_past_the_transaction_timeout_recovers(MARIADB).await;
@@ -209,7 +208,6 @@ async fn mariadb_a_commit_stalled_past_the_transaction_timeout_recovers() {
 }
 
 #[tokio::test(flavor = "multi_thread")]
-#[ignore = "not yet run on the merged code in CI: cargo test --test stall -- --ignored"]
 async fn mysql_a_commit_stalled_past_the_transaction_timeout_recovers() {
     if MYSQL.enabled() {
         a_commit_stalled_past_the_transaction_timeout_recovers(MYSQL).await;
@@ -217,7 +215,6 @@ async fn mysql_a_commit_stalled_past_the_transaction_timeout_recovers() {
 }
 
 #[tokio::test(flavor = "multi_thread")]
-#[ignore = "not yet run on the merged code in CI: cargo test --test stall -- --ignored"]
 async fn mariadb_a_takeover_during_a_stall_still_fences_the_first() {
     if MARIADB.enabled() {
         a_takeover_during_a_stall_still_fences_the_first(MARIADB).await;
@@ -225,7 +222,6 @@ async fn mariadb_a_takeover_during_a_stall_still_fences_the_first() {
 }
 
 #[tokio::test(flavor = "multi_thread")]
-#[ignore = "not yet run on the merged code in CI: cargo test --test stall -- --ignored"]
 async fn mysql_a_takeover_during_a_stall_still_fences_the_first() {
     if MYSQL.enabled() {
         a_takeover_during_a_stall_still_fences_the_first(MYSQL).await;

@@ -142,7 +142,6 @@ async fn a_replayed_xa_group_must_carry_its_xid(flavor: Flavor) {
 }
 
 #[tokio::test(flavor = "multi_thread")]
-#[ignore = "not yet run on the merged code in CI: cargo test --test xa_failover -- --ignored"]
 async fn mariadb_a_replayed_xa_group_must_carry_its_xid() {
     if MARIADB.enabled() {
         a_replayed_xa_group_must_carry_its_xid(MARIADB).await;
@@ -150,7 +149,6 @@ async fn mariadb_a_replayed_xa_group_must_carry_its_xid() {
 }
 
 #[tokio::test(flavor = "multi_thread")]
-#[ignore = "not yet run on the merged code in CI: cargo test --test xa_failover -- --ignored"]
 async fn mysql_a_replayed_xa_group_must_carry_its_xid() {
     if MYSQL.enabled() {
         a_replayed_xa_group_must_carry_its_xid(MYSQL).await;

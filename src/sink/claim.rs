@@ -31,7 +31,7 @@
 //! real new owner, which then stops (its own transaction was young: rule 1), and exactly one
 //! instance writes at any time, resuming from the committed offset.
 
-use std::sync::{Mutex, OnceLock};
+use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
 use rdkafka::config::ClientConfig;
@@ -140,14 +140,13 @@ pub fn write(producer: &SinkProducer, s: &SinkSettings) -> Result<i64> {
 }
 
 /// What a fence means for this instance, as the error that ends the attempt: [`Error::Fenced`]
-/// for a takeover, transient for a transaction the coordinator aborted by timeout (then
-/// `last_recovery` is set). `open_for`: how long the Kafka transaction had been open.
+/// for a takeover, transient for a transaction the coordinator aborted by timeout.
+/// `open_for`: how long the Kafka transaction had been open.
 pub fn resolve(
     msg: String,
     open_for: Option<Duration>,
     s: &SinkSettings,
     claim_from: i64,
-    last_recovery: &Mutex<Option<Instant>>,
 ) -> Error {
     let timeout = Duration::from_millis(s.transaction_timeout_ms);
     let facts = FenceFacts { open_for, timeout };
@@ -178,7 +177,6 @@ pub fn resolve(
     match verdict {
         Verdict::TakenOver(why) => Error::Fenced(format!("{msg}; {why}")),
         Verdict::TimedOut(why) => {
-            *last_recovery.lock().unwrap_or_else(|e| e.into_inner()) = Some(Instant::now());
             tracing::warn!(reason = %why, "not a takeover: recovering");
             Error::transient(format!(
                 "{why}; starting again from the committed offset with a new producer (nothing \
@@ -241,15 +239,62 @@ pub fn foreign_owner<'a>(
     None
 }
 
-/// Reads `topic` (read_committed) from `from` for up to `grace`, returning as soon as
-/// [`foreign_owner`] finds another owner. Blocking: call it from the sink's thread.
-pub fn watch_for_foreign_owner(
+/// Before a later attempt of this process fences: was the pipeline taken over since this
+/// process's last claim (committed at `from` or later)? A commit that stalled past the
+/// transaction timeout is given up without waiting for the fence, so a new owner that
+/// started meanwhile is found here, and this instance stops (exit 3) instead of fencing it.
+/// Reads (read_committed) up to the topic's end as it is now, for at most [`CLAIM_GRACE`].
+pub fn taken_over_since(
     base: &ClientConfig,
     topic: &str,
     pipeline: &str,
     from: i64,
-    grace: Duration,
 ) -> Result<Option<String>> {
+    let consumer = claim_reader(base, topic, pipeline, from)?;
+    let (_, end) = consumer
+        .fetch_watermarks(topic, 0, Duration::from_secs(10))
+        .map_err(|e| Error::transient(format!("reading the end of `{topic}`: {e}")))?;
+    if end <= from {
+        return Ok(None);
+    }
+    let deadline = Instant::now() + CLAIM_GRACE;
+    let instance = instance_id();
+    while Instant::now() < deadline {
+        match consumer.poll(Duration::from_millis(100)) {
+            Some(Ok(msg)) => {
+                if let Some(key) = msg.key() {
+                    if let Some(found) = foreign_owner(pipeline, instance, [(key, msg.payload())]) {
+                        return Ok(Some(found));
+                    }
+                }
+                if msg.offset() + 1 >= end {
+                    return Ok(None);
+                }
+            }
+            Some(Err(e)) => tracing::debug!(error = %e, topic, "reading claims"),
+            None => {
+                // Past the last committed record (only markers or aborted data remain).
+                let reached = consumer
+                    .position()
+                    .ok()
+                    .and_then(|tpl| tpl.find_partition(topic, 0).map(|p| p.offset()))
+                    .and_then(|o| o.to_raw())
+                    .is_some_and(|o| o >= end);
+                if reached {
+                    return Ok(None);
+                }
+            }
+        }
+    }
+    Ok(None)
+}
+
+fn claim_reader(
+    base: &ClientConfig,
+    topic: &str,
+    pipeline: &str,
+    from: i64,
+) -> Result<BaseConsumer> {
     let mut cfg = base.clone();
     cfg.set("group.id", format!("sluice-claim-watch-{pipeline}"))
         .set("enable.auto.commit", "false")
@@ -266,6 +311,19 @@ pub fn watch_for_foreign_owner(
     consumer
         .assign(&tpl)
         .map_err(|e| Error::transient(format!("assigning topic `{topic}`: {e}")))?;
+    Ok(consumer)
+}
+
+/// Reads `topic` (read_committed) from `from` for up to `grace`, returning as soon as
+/// [`foreign_owner`] finds another owner. Blocking: call it from the sink's thread.
+pub fn watch_for_foreign_owner(
+    base: &ClientConfig,
+    topic: &str,
+    pipeline: &str,
+    from: i64,
+    grace: Duration,
+) -> Result<Option<String>> {
+    let consumer = claim_reader(base, topic, pipeline, from)?;
     let deadline = Instant::now() + grace;
     let instance = instance_id();
     while Instant::now() < deadline {
@@ -313,10 +371,7 @@ mod tests {
         assert_eq!(decide_by_facts(&facts(Some(5000))), None);
         assert_eq!(decide_by_facts(&facts(Some(60_000))), None);
         // A second stall right after recovering from one is still decided by the topic.
-        assert_eq!(
-            decide_by_facts(&facts(Some(9000))),
-            None
-        );
+        assert_eq!(decide_by_facts(&facts(Some(9000))), None);
     }
 
     #[test]

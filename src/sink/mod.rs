@@ -22,6 +22,7 @@
 
 pub mod claim;
 pub mod classify;
+pub mod hanging;
 pub mod offsets;
 pub mod past;
 pub mod producer;
@@ -97,6 +98,10 @@ pub struct SinkSettings {
     pub registry: Option<crate::config::SchemaRegistryConfig>,
     /// Dead-letter topic of routes with `on_schema_change = "dlq"`.
     pub dlq_topic: String,
+    /// Names the routes can expand to (the data topics), for [`hanging`].
+    pub data_topic_patterns: regex::RegexSet,
+    /// `kafka.bootstrap_servers`, for the commands an error advises.
+    pub bootstrap: String,
     /// When shutdown was requested: bounds the sink's waits on Kafka once it was (see
     /// [`crate::shutdown`]).
     pub shutdown: crate::shutdown::ShutdownClock,
@@ -115,9 +120,9 @@ pub struct SinkStats {
     pub commit_micros_total: AtomicU64,
     /// Source commit time of the last committed position, ms since the epoch.
     pub last_source_ts_ms: AtomicU64,
-    /// When the pipeline last recovered from a transaction the coordinator aborted by timeout
-    /// (see [`claim`]); shared by the attempts of one process.
-    pub last_timeout_recovery: std::sync::Mutex<Option<Instant>>,
+    /// The offsets topic's end before this process's latest claim (see [`claim`]); a later
+    /// attempt looks there for a new owner before it fences.
+    pub claimed_from: std::sync::Mutex<Option<i64>>,
 }
 
 /// What the sink read after fencing: the committed offset and the schema history that was
@@ -310,13 +315,7 @@ impl Sink {
         }
         let open_for = self.kafka_open.then(|| self.kafka_started.elapsed());
         self.kafka_open = false;
-        Err(claim::resolve(
-            msg,
-            open_for,
-            &self.s,
-            self.claim_from,
-            &self.stats.last_timeout_recovery,
-        ))
+        Err(claim::resolve(msg, open_for, &self.s, self.claim_from))
     }
 
     fn exactly_once(&self) -> bool {
@@ -334,6 +333,16 @@ impl Sink {
         topics.ensure_history_topic(&s.schema_history_topic)?;
         let eo = s.delivery == Delivery::ExactlyOnce;
         let mut claim_from = 0;
+        let claimed_before = *stats.claimed_from.lock().unwrap_or_else(|e| e.into_inner());
+        if let (true, Some(from)) = (eo, claimed_before) {
+            if let Some(owner) =
+                claim::taken_over_since(&s.client, &s.offsets_topic, &s.name, from)?
+            {
+                return Err(Error::Fenced(format!(
+                    "the pipeline was taken over while this instance was recovering: {owner}"
+                )));
+            }
+        }
         let mut producer = SinkProducer::create(
             &s.client,
             eo.then_some(s.transactional_id.as_str()),
@@ -348,6 +357,16 @@ impl Sink {
                 .map_err(|e| classify::classify("init_transactions (fencing)", &e))?;
             tracing::info!(transactional_id = %s.transactional_id, "producer initialized; older instances fenced");
             claim_from = claim::write(&producer, &s)?;
+            *stats.claimed_from.lock().unwrap_or_else(|e| e.into_inner()) = Some(claim_from);
+            hanging::check(
+                &hanging::Scope {
+                    client: s.client.clone(),
+                    patterns: s.data_topic_patterns.clone(),
+                    own_topics: vec![s.schema_changes_topic.clone(), s.dlq_topic.clone()],
+                    wait: s.read_timeout,
+                },
+                &s.bootstrap,
+            )?;
         }
         let committed = state::read(&s, &topics, &producer)?;
         let registry = match &s.registry {
