@@ -37,8 +37,11 @@ pub struct Scope {
     pub client: ClientConfig,
     /// Names the routes can expand to.
     pub patterns: RegexSet,
-    /// The pipeline's own further topics (offsets, history, schema changes, dead letters).
+    /// The pipeline's own further topics (schema changes, dead letters).
     pub own_topics: Vec<String>,
+    /// Topics left to the committed-state reader (offsets, schema history), even when a
+    /// route's pattern matches their names.
+    pub skip: Vec<String>,
     /// How long a partition may stay held back before it counts as hanging.
     pub wait: Duration,
 }
@@ -89,6 +92,9 @@ pub fn held_partitions(scope: &Scope) -> Result<Vec<Held>> {
     let mut held = Vec::new();
     for t in md.topics().iter().filter(|t| t.error().is_none()) {
         let name = t.name();
+        if scope.skip.iter().any(|s| s == name) {
+            continue;
+        }
         if !(scope.patterns.is_match(name) || scope.own_topics.iter().any(|o| o == name)) {
             continue;
         }

@@ -363,6 +363,7 @@ impl Sink {
                     client: s.client.clone(),
                     patterns: s.data_topic_patterns.clone(),
                     own_topics: vec![s.schema_changes_topic.clone(), s.dlq_topic.clone()],
+                    skip: vec![s.offsets_topic.clone(), s.schema_history_topic.clone()],
                     wait: s.read_timeout,
                 },
                 &s.bootstrap,

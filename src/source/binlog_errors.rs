@@ -20,16 +20,27 @@ pub enum DumpRefusal {
     /// which is not in the master's binlog" for a GTID newer than its own, or a diverged
     /// history). Typical after a failover to a server that lost the last transactions.
     AheadOfServer,
+    /// The server dropped this dump because another replica connected with the same
+    /// `server_id` (MariaDB `ER_SLAVE_SAME_ID`, 4052; MySQL a 1236 saying so).
+    SameServerId,
     /// Another refusal (a corrupt binlog, a bad position inside an event, …).
     Other,
 }
 
+/// MariaDB's `ER_SLAVE_SAME_ID`: another replica with this `server_id` connected.
+pub const ER_SAME_SERVER_ID: u16 = 4052;
+
 /// Reads a refusal from the server's code and message; `None` when it is not a dump refusal.
 pub fn dump_refusal(code: u16, message: &str) -> Option<DumpRefusal> {
+    let m = message.to_ascii_lowercase();
+    if code == ER_SAME_SERVER_ID
+        || (code == ER_BINLOG_DUMP && m.contains("same server_uuid/server_id"))
+    {
+        return Some(DumpRefusal::SameServerId);
+    }
     if code != ER_BINLOG_DUMP {
         return None;
     }
-    let m = message.to_ascii_lowercase();
     let ahead = m.contains("more gtids than")
         || m.contains("has diverged")
         || (m.contains("not in the master's binlog") && m.contains("higher sequence numbers"))
@@ -78,6 +89,13 @@ pub fn dump_error(ctx: &str, err: &mysql_async::Error, resume: &str) -> Error {
              pipeline with `sluice offsets set --position <pos>` to a position of this server \
              (SHOW MASTER STATUS / @@gtid_binlog_pos)"
         )),
+        Some(DumpRefusal::SameServerId) => Error::transient(format!(
+            "{ctx}: the source closed this replication connection because another replica \
+             connected with the same server_id (server error {err}). Either another sluice \
+             instance of this pipeline took over (the next attempt finds its claim and stops \
+             with exit 3), or another replica or pipeline uses the same `source.server_id`: \
+             give each its own (retrying until then, as each connection drops the other's)"
+        )),
         _ => mysql_error(ctx, err),
     }
 }
@@ -120,6 +138,28 @@ mod tests {
                 "{m}"
             );
         }
+    }
+
+    #[test]
+    fn another_replica_with_the_same_server_id_is_transient() {
+        use crate::error::ErrorKind;
+        let mariadb = "A slave with the same server_uuid/server_id as this slave has connected \
+                       to the master; the first event 'mysql-bin.000007' at 212833576";
+        let mysql = "A replica with the same server_uuid/server_id as this replica has \
+                     connected to the source; the first event '' at 4";
+        assert_eq!(dump_refusal(4052, mariadb), Some(DumpRefusal::SameServerId));
+        assert_eq!(dump_refusal(1236, mysql), Some(DumpRefusal::SameServerId));
+        let e = dump_error(
+            "binlog stream",
+            &mysql_async::Error::Server(mysql_async::ServerError {
+                code: 4052,
+                message: mariadb.into(),
+                state: "HY000".into(),
+            }),
+            "gtid:0-1-5",
+        );
+        assert_eq!(e.kind(), ErrorKind::Transient);
+        assert!(e.to_string().contains("source.server_id"), "{e}");
     }
 
     #[test]
