@@ -153,7 +153,6 @@ async fn exactly_once_under_faults(flavor: Flavor) {
     .expect("write config");
     let log = out.join("sluice.log");
     let sluice = Supervisor::start(&config, &log);
-    let operator = chaos::operator::Operator::start(&log, &checker_bootstrap);
     if let Err(e) = faults::wait_committed(
         flavor,
         api_port,
@@ -300,11 +299,6 @@ async fn exactly_once_under_faults(flavor: Flavor) {
         },
         "caught_up": caught_up.as_ref().map(|d| d.as_millis() as u64).map_err(|e| e.clone()),
         "checker": summary,
-        "operator_aborts": operator
-            .aborts()
-            .iter()
-            .map(|a| serde_json::json!({"what": a.what, "ok": a.ok}))
-            .collect::<Vec<_>>(),
     });
     std::fs::write(
         out.join("report.json"),
@@ -312,12 +306,10 @@ async fn exactly_once_under_faults(flavor: Flavor) {
     )
     .expect("write report");
     eprintln!(
-        "[{fname}] chaos run: {:.0} s, {} faults, {} sluice starts, {} hanging transactions \
-         aborted by the operator\n{}",
+        "[{fname}] chaos run: {:.0} s, {} faults, {} sluice starts\n{}",
         started.elapsed().as_secs_f64(),
         done.len(),
         starts,
-        operator.aborts().len(),
         report::table(&done)
     );
     eprintln!(

@@ -470,12 +470,12 @@ async fn a_foreign_open_transaction_on_a_shared_offsets_topic_repeats_nothing(fl
     eprintln!("[{name}] foreign open transaction: 300 rows, 0 duplicates, 0 missing");
 }
 
-/// A transaction left open on a data partition (the effect of a marker Kafka skipped: see
-/// `src/sink/hanging.rs`; here another producer's transaction that nobody ends): a restarted
-/// pipeline must not start a transaction there, because its commit marker would commit the
-/// open records with it. It fails as transient with the partition, the offset and the
-/// `kafka-transactions.sh abort` command, writes nothing, and goes on once that command ran.
-async fn a_transaction_left_open_on_a_data_partition_is_not_adopted(flavor: Flavor) {
+/// A transaction another producer leaves open on a data partition: a restarted pipeline
+/// reports the held partition after fencing (topic, partition, offset and the Kafka commands,
+/// see `src/sink/hanging.rs`) and streams on (only its own producer id's unmarked records would
+/// be taken into its next transaction); once Kafka's `TransactionsCommand abort` ends the
+/// foreign transaction, every row is there once and the foreign record never.
+async fn a_foreign_transaction_open_on_a_data_partition_is_reported(flavor: Flavor) {
     let name = flavor.name;
     let p = Pipeline::new(flavor, "hang", "");
     p.edit_config(
@@ -520,7 +520,6 @@ async fn a_transaction_left_open_on_a_data_partition_is_not_adopted(flavor: Flav
             .expect("lso")
             .1
     };
-    let extent = topic_extent(&topic);
     exec(
         &mut c,
         &[&flavor.insert_seq(&format!("{db}.t"), 51, 100, "b")],
@@ -538,16 +537,13 @@ async fn a_transaction_left_open_on_a_data_partition_is_not_adopted(flavor: Flav
     let advice = format!("abort --topic {topic} --partition 0 --start-offset {lso}");
     assert!(
         log.contains(&advice),
-        "[{name}] the error names the partition, the offset {lso} and the command:\n{log}"
+        "[{name}] the warning names the partition, the offset {lso} and the command:\n{log}"
     );
-    assert!(
-        !log.contains("resuming from the committed offset"),
-        "[{name}] must not stream while the partition is held:\n{log}"
-    );
-    assert_eq!(
-        topic_extent(&topic),
-        extent,
-        "[{name}] nothing written while held"
+    wait_log(
+        &p,
+        "resuming from the committed offset",
+        1,
+        Duration::from_secs(120),
     );
 
     // What the error tells the operator to do, with Kafka's own tool.
@@ -573,12 +569,6 @@ async fn a_transaction_left_open_on_a_data_partition_is_not_adopted(flavor: Flav
         "[{name}] abort: {}",
         String::from_utf8_lossy(&out.stderr)
     );
-    wait_log(
-        &p,
-        "resuming from the committed offset",
-        1,
-        Duration::from_secs(120),
-    );
     let recs = committed(&topic, 100);
     terminate(&mut child);
     let got = ids(&recs);
@@ -590,7 +580,9 @@ async fn a_transaction_left_open_on_a_data_partition_is_not_adopted(flavor: Flav
         p.log()
     );
     drop(foreign);
-    eprintln!("[{name}] open transaction on a data partition: 100 rows, 0 duplicates, 0 missing");
+    eprintln!(
+        "[{name}] foreign open transaction on a data partition: 100 rows, 0 duplicates, 0 missing"
+    );
 }
 
 /// By default a pipeline's offsets and schema history are in topics of its own, compacted
@@ -882,7 +874,7 @@ async fn a_deleted_offsets_topic_stops_the_run_until_told_to_start_over(flavor: 
 
 per_flavor!(
     a_foreign_open_transaction_on_a_shared_offsets_topic_repeats_nothing,
-    a_transaction_left_open_on_a_data_partition_is_not_adopted,
+    a_foreign_transaction_open_on_a_data_partition_is_reported,
     offsets_and_history_are_in_topics_of_the_pipelines_own,
     a_committed_offset_in_the_shared_topic_is_moved_over_once,
     a_deleted_offsets_topic_stops_the_run_until_told_to_start_over,

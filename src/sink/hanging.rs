@@ -1,5 +1,5 @@
-//! The hanging-transaction guard: no transaction of this pipeline may start on a partition
-//! where records of an unfinished transaction wait.
+//! The hanging-transaction look: partitions this pipeline writes to where records of an
+//! unfinished transaction wait, reported after fencing.
 //!
 //! Kafka can leave a transaction's records on a partition without its end marker. Seen on the
 //! test bed: a broker shut down (SIGTERM, controlled shutdown) while the coordinator was
@@ -13,16 +13,21 @@
 //! of that transaction never became visible), the pipeline resumes before those changes and
 //! writes them again: they are then committed twice.
 //!
-//! Invariant: after `init_transactions` has fenced older producers (so every transaction the
-//! coordinator knows of for this pipeline is decided and its markers written), every
-//! partition this pipeline writes to has its LSO at its high watermark before the first
-//! transaction starts. A partition whose LSO stays below the high watermark for the whole wait
-//! holds records of a transaction nobody will end: the attempt fails (transient, so it is
-//! retried) with the partition, the offset and the `kafka-transactions.sh` commands that
-//! abort it, and nothing is written. Another producer's transaction on a shared topic that
-//! ends within the wait is no problem.
+//! Which way such records must go depends on the transaction they belong to, which the
+//! partition alone does not tell: if its offset record was committed, they were committed in
+//! the coordinator's view and the next transaction's marker commits them rightly (aborting them
+//! loses them — the chaos run saw exactly that after an operator's `kafka-transactions.sh
+//! abort`); if it was aborted, that marker duplicates them. Telling the two apart needs the
+//! records' producer id and source positions against the committed offset (not yet done).
+//!
+//! What this guard does today: after `init_transactions` has fenced older producers, one look
+//! at every partition the pipeline writes to; a partition whose last stable offset (LSO) is
+//! below its high watermark is reported with a warning naming the partition, the offset and
+//! the Kafka commands that show the producer holding it — it is not blocked, and nothing is
+//! aborted. Another producer's transaction on a shared topic shows up here too and is harmless
+//! (only the same producer id's next transaction takes unmarked records in).
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use rdkafka::config::ClientConfig;
 use rdkafka::consumer::Consumer;
@@ -42,8 +47,6 @@ pub struct Scope {
     /// Topics left to the committed-state reader (offsets, schema history), even when a
     /// route's pattern matches their names.
     pub skip: Vec<String>,
-    /// How long a partition may stay held back before it counts as hanging.
-    pub wait: Duration,
 }
 
 /// A partition whose last stable offset is below its high watermark.
@@ -60,15 +63,17 @@ pub struct Held {
 }
 
 impl Held {
-    /// The commands that find and abort the transaction.
+    /// Where the held records are and the commands that show (and, when that is right, end)
+    /// their transaction.
     pub fn advice(&self, bootstrap: &str) -> String {
         format!(
             "`{t}` partition {p}: records from offset {lso} (its last stable offset) to {high} \
              belong to a transaction that is still open; find it with `kafka-transactions.sh \
              --bootstrap-server {bootstrap} find-hanging --topic {t} --partition {p}` (or \
-             `describe-producers --topic {t} --partition {p}`) and abort it with \
-             `kafka-transactions.sh --bootstrap-server {bootstrap} abort --topic {t} \
-             --partition {p} --start-offset {lso}`",
+             `describe-producers --topic {t} --partition {p}`); only if it is not this \
+             pipeline's or its offset record was aborted, end it with `kafka-transactions.sh \
+             --bootstrap-server {bootstrap} abort --topic {t} --partition {p} --start-offset \
+             {lso}`",
             t = self.topic,
             p = self.partition,
             lso = self.lso,
@@ -119,51 +124,29 @@ pub fn held_partitions(scope: &Scope) -> Result<Vec<Held>> {
     Ok(held)
 }
 
-/// The partitions of `first` still held at the same LSO in `now`.
-pub fn still_held(first: &[Held], now: &[Held]) -> Vec<Held> {
-    first
-        .iter()
-        .filter(|h| {
-            now.iter()
-                .any(|n| n.topic == h.topic && n.partition == h.partition && n.lso == h.lso)
-        })
-        .cloned()
-        .collect()
+/// One look; a warning per partition held back. Blocking: call it from the sink's thread.
+pub fn warn_held(scope: &Scope, bootstrap: &str) -> Result<()> {
+    let held = held_partitions(scope)?;
+    if !held.is_empty() {
+        tracing::warn!(partitions = held.len(), "{}", warning(&held, bootstrap));
+    }
+    Ok(())
 }
 
-/// Waits (up to `scope.wait`) for every held partition to move on; the error of an attempt
-/// that must not write. Blocking: call it from the sink's thread.
-pub fn check(scope: &Scope, bootstrap: &str) -> Result<()> {
-    let first = held_partitions(scope)?;
-    if first.is_empty() {
-        return Ok(());
-    }
-    let started = Instant::now();
-    let mut held = first;
-    while !held.is_empty() && started.elapsed() < scope.wait {
-        std::thread::sleep(Duration::from_millis(250));
-        held = still_held(&held, &held_partitions(scope)?);
-    }
-    if held.is_empty() {
-        return Ok(());
-    }
-    Err(refusal(&held, started.elapsed(), bootstrap))
-}
-
-/// The transient error for partitions held past the wait.
-pub fn refusal(held: &[Held], waited: Duration, bootstrap: &str) -> Error {
+/// The warning for held partitions.
+pub fn warning(held: &[Held], bootstrap: &str) -> String {
     let list: Vec<String> = held.iter().map(|h| h.advice(bootstrap)).collect();
-    Error::transient(format!(
-        "{} partition(s) this pipeline writes to are held back by an open transaction {} s \
-         after fencing: {}. Writing there now would commit those records with this \
-         pipeline's next transaction, so nothing is written and the attempt is retried. A \
-         transaction that stays open like this was left without its end marker by Kafka (e.g. \
-         a broker that shut down while the commit's markers were due to partitions it alone \
-         held); abort it with the command above",
+    format!(
+        "{} partition(s) this pipeline writes to are held back by an open transaction after \
+         fencing: {}. Another producer's transaction on a shared topic is harmless; records of \
+         this pipeline's own producer id left without a marker by Kafka (after a broker \
+         shutdown during a commit) are committed by its next transaction there, which is right \
+         when their offset record was committed and repeats them when it was aborted. Do not \
+         abort them without checking which: compare their `source` positions with `sluice \
+         offsets show`",
         held.len(),
-        waited.as_secs(),
         list.join("; ")
-    ))
+    )
 }
 
 #[cfg(test)]
@@ -180,27 +163,11 @@ mod tests {
     }
 
     #[test]
-    fn only_partitions_held_at_the_same_offset_remain() {
-        let first = vec![h("a", 0, 10), h("a", 1, 5), h("b", 0, 7)];
-        // a/0 moved on (a later transaction of someone else holds it now: a new wait), a/1
-        // is free, b/0 is held where it was.
-        let now = vec![h("a", 0, 12), h("b", 0, 7)];
-        assert_eq!(still_held(&first, &now), vec![h("b", 0, 7)]);
-        assert!(still_held(&first, &[]).is_empty());
-    }
-
-    #[test]
     fn the_advice_names_the_partition_the_offset_and_the_commands() {
-        let e = refusal(
-            &[h("shop.orders", 2, 1210)],
-            Duration::from_secs(11),
-            "k:9092",
-        );
-        let text = e.to_string();
+        let text = warning(&[h("shop.orders", 2, 1210)], "k:9092");
         assert!(text.contains("`shop.orders` partition 2: records from offset 1210"));
         assert!(text.contains("abort --topic shop.orders --partition 2 --start-offset 1210"));
         assert!(text.contains("find-hanging --topic shop.orders --partition 2"));
-        assert!(text.contains("11 s after fencing"));
-        assert_eq!(e.kind(), crate::error::ErrorKind::Transient);
+        assert!(text.contains("Do not abort them without checking"));
     }
 }

@@ -358,13 +358,12 @@ impl Sink {
             tracing::info!(transactional_id = %s.transactional_id, "producer initialized; older instances fenced");
             claim_from = claim::write(&producer, &s)?;
             *stats.claimed_from.lock().unwrap_or_else(|e| e.into_inner()) = Some(claim_from);
-            hanging::check(
+            hanging::warn_held(
                 &hanging::Scope {
                     client: s.client.clone(),
                     patterns: s.data_topic_patterns.clone(),
                     own_topics: vec![s.schema_changes_topic.clone(), s.dlq_topic.clone()],
                     skip: vec![s.offsets_topic.clone(), s.schema_history_topic.clone()],
-                    wait: s.read_timeout,
                 },
                 &s.bootstrap,
             )?;

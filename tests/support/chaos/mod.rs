@@ -13,7 +13,6 @@
 pub mod cluster;
 pub mod db_proxy;
 pub mod faults;
-pub mod operator;
 pub mod report;
 pub mod supervisor;
 pub mod workload;
