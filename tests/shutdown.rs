@@ -15,13 +15,13 @@
 
 mod support;
 
-use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
 use rdkafka::config::ClientConfig;
 use rdkafka::consumer::{BaseConsumer, Consumer};
 use rdkafka::message::Message;
 use support::kafka_proxy::{api, KafkaProxy};
+use support::rows::{assert_exactly_once, committed_ids, insert};
 use support::*;
 
 /// `shutdown_timeout_ms` of these tests.
@@ -54,40 +54,6 @@ fn txn_state(transactional_id: &str) -> Option<String> {
     let row: Vec<&str> = lines.next()?.split_whitespace().collect();
     let i = header.iter().position(|h| *h == "TransactionState")?;
     row.get(i).map(|s| s.to_string())
-}
-
-/// Ids of the rows in `topic` as a read_committed consumer sees them, with their counts.
-fn committed_ids(topic: &str, want: usize) -> BTreeMap<i64, usize> {
-    let recs = consume(
-        &[topic.to_string()],
-        "read_committed",
-        want,
-        Duration::from_secs(2),
-        Duration::from_secs(60),
-    );
-    let mut ids = BTreeMap::new();
-    for r in recs {
-        let Some(v) = r.value else { continue };
-        let id = v["after"]["id"].as_i64().expect("after.id");
-        *ids.entry(id).or_insert(0) += 1;
-    }
-    ids
-}
-
-fn assert_exactly_once(flavor: Flavor, ids: &BTreeMap<i64, usize>, n: i64, log: &str) {
-    let missing: Vec<i64> = (1..=n).filter(|i| !ids.contains_key(i)).collect();
-    let dup: Vec<(&i64, &usize)> = ids.iter().filter(|(_, c)| **c > 1).collect();
-    assert!(
-        missing.is_empty() && dup.is_empty() && ids.len() == n as usize,
-        "[{}] {n} rows: missing {missing:?}, duplicated {dup:?}; log:\n{log}",
-        flavor.name
-    );
-}
-
-async fn insert(c: &mut mysql_async::Conn, db: &str, from: i64, to: i64) {
-    for id in from..=to {
-        exec(c, &[&format!("INSERT INTO {db}.t VALUES ({id}, 0)")]).await;
-    }
 }
 
 /// A pipeline whose Kafka traffic crosses the proxy, with the given top-level and `[kafka]`

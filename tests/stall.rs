@@ -12,11 +12,11 @@
 
 mod support;
 
-use std::collections::BTreeMap;
 use std::process::Command;
 use std::time::{Duration, Instant};
 
 use support::kafka_proxy::{api, KafkaProxy};
+use support::rows::{assert_exactly_once, committed_ids, insert};
 use support::*;
 
 /// `kafka.transaction_timeout_ms` of these tests.
@@ -62,40 +62,6 @@ fn wait_epoch_above(transactional_id: &str, before: i64, timeout: Duration) -> (
              within {timeout:?}"
         );
         std::thread::sleep(Duration::from_millis(250));
-    }
-}
-
-/// Ids of the rows in `topic` as a read_committed consumer sees them, with their counts.
-fn committed_ids(topic: &str, want: usize) -> BTreeMap<i64, usize> {
-    let recs = consume(
-        &[topic.to_string()],
-        "read_committed",
-        want,
-        Duration::from_secs(2),
-        Duration::from_secs(60),
-    );
-    let mut ids = BTreeMap::new();
-    for r in recs {
-        let Some(v) = r.value else { continue };
-        let id = v["after"]["id"].as_i64().expect("after.id");
-        *ids.entry(id).or_insert(0) += 1;
-    }
-    ids
-}
-
-fn assert_exactly_once(flavor: Flavor, ids: &BTreeMap<i64, usize>, n: i64, log: &str) {
-    let missing: Vec<i64> = (1..=n).filter(|i| !ids.contains_key(i)).collect();
-    let dup: Vec<(&i64, &usize)> = ids.iter().filter(|(_, c)| **c > 1).collect();
-    assert!(
-        missing.is_empty() && dup.is_empty() && ids.len() == n as usize,
-        "[{}] {n} rows: missing {missing:?}, duplicated {dup:?}; log:\n{log}",
-        flavor.name
-    );
-}
-
-async fn insert(c: &mut mysql_async::Conn, db: &str, from: i64, to: i64) {
-    for id in from..=to {
-        exec(c, &[&format!("INSERT INTO {db}.t VALUES ({id}, 0)")]).await;
     }
 }
 

@@ -10,6 +10,7 @@ pub mod forward;
 pub mod kafka_proxy;
 pub mod matrix;
 pub mod proxy;
+pub mod rows;
 
 use std::collections::HashMap;
 use std::ops::{Deref, DerefMut};
