@@ -111,7 +111,7 @@ pub fn decide_by_facts(f: &FenceFacts) -> Option<Verdict> {
 
 /// Commits this instance's claim of the pipeline (see [`claim`]) right after fencing; returns
 /// the offsets topic's end before it, where a later fence looks for newer claims.
-pub fn write(producer: &SinkProducer, s: &SinkSettings) -> Result<i64> {
+pub fn write(producer: &mut SinkProducer, s: &SinkSettings) -> Result<i64> {
     let from = producer
         .inner
         .client()
@@ -125,6 +125,7 @@ pub fn write(producer: &SinkProducer, s: &SinkSettings) -> Result<i64> {
     };
     let value = serde_json::to_vec(&record).unwrap_or_default();
     let key = claim_key(&s.name);
+    producer.tag = Some(crate::sink::unmarked::Tag::claim_value(&s.name));
     producer
         .inner
         .begin_transaction()

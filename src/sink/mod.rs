@@ -22,7 +22,6 @@
 
 pub mod claim;
 pub mod classify;
-pub mod hanging;
 pub mod offsets;
 pub mod past;
 pub mod producer;
@@ -32,6 +31,7 @@ mod schema_write;
 mod state;
 pub mod topics;
 pub mod txn;
+pub mod unmarked;
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -248,6 +248,9 @@ struct Sink {
     /// The producer's transactional state is unknown (an abort timed out or failed): it is
     /// dropped on a thread of its own when the sink ends, never used again.
     retire: bool,
+    /// The pipeline transaction of the last committed offset record; the open one is the
+    /// next ([`unmarked`]).
+    committed_txn: u64,
 }
 
 /// What the open Kafka transaction holds, counted for the metrics.
@@ -356,19 +359,23 @@ impl Sink {
                 .init_transactions(Duration::from_secs(60))
                 .map_err(|e| classify::classify("init_transactions (fencing)", &e))?;
             tracing::info!(transactional_id = %s.transactional_id, "producer initialized; older instances fenced");
-            claim_from = claim::write(&producer, &s)?;
+            let wait = txn::abort_wait(s.transaction_timeout_ms);
+            unmarked::settle_offsets_topic(&producer, &s.client, &s.offsets_topic, &s.name, wait)?;
+            claim_from = claim::write(&mut producer, &s)?;
             *stats.claimed_from.lock().unwrap_or_else(|e| e.into_inner()) = Some(claim_from);
-            hanging::warn_held(
-                &hanging::Scope {
-                    client: s.client.clone(),
-                    patterns: s.data_topic_patterns.clone(),
-                    own_topics: vec![s.schema_changes_topic.clone(), s.dlq_topic.clone()],
-                    skip: vec![s.offsets_topic.clone(), s.schema_history_topic.clone()],
-                },
-                &s.bootstrap,
-            )?;
         }
         let committed = state::read(&s, &topics, &producer)?;
+        let committed_txn = committed.offset.as_ref().map_or(0, |o| o.txn);
+        if eo {
+            unmarked::settle_data_partitions(
+                &producer,
+                &unmarked_scope(&s),
+                &s.name,
+                committed_txn,
+                &s.bootstrap,
+                txn::abort_wait(s.transaction_timeout_ms),
+            )?;
+        }
         let registry = match &s.registry {
             Some(cfg) => Some(BlockingRegistry::new(
                 Arc::new(Registry::new(cfg)?),
@@ -399,6 +406,7 @@ impl Sink {
             read_reported: Instant::now(),
             claim_from,
             retire: false,
+            committed_txn,
             s,
         };
         Ok((sink, committed))
@@ -464,6 +472,10 @@ impl Sink {
                 .inner
                 .begin_transaction()
                 .map_err(|e| self.producer.classify("begin_transaction", &e))?;
+            self.producer.tag = Some(unmarked::Tag::txn_value(
+                &self.s.name,
+                self.committed_txn + 1,
+            ));
         }
         self.kafka_open = true;
         self.kafka_started = Instant::now();
@@ -655,6 +667,9 @@ impl Sink {
         let ts_ms = cp.ts_ms;
         let mut rec = OffsetRecord::new(&self.s.name, cp.position, ts_ms);
         rec.xa_prepared = cp.xa_prepared;
+        if self.exactly_once() {
+            rec.txn = self.committed_txn + 1;
+        }
         // Done tables leave the record (only counted): it stays small with many tables.
         rec.snapshot = cp
             .snapshot
@@ -670,6 +685,7 @@ impl Sink {
             )?;
             self.producer.wait_delivered()?;
             txn::commit(&self.producer, &self.s.shutdown)?;
+            self.committed_txn = rec.txn;
         } else {
             // At-least-once: the offset is written only after all data is acknowledged.
             self.producer.wait_delivered()?;
@@ -778,6 +794,17 @@ impl Sink {
             metrics::global().read_position(&cp.position);
             self.read_reported = Instant::now();
         }
+    }
+}
+
+/// Where [`unmarked`] looks for held partitions: the data topics and the pipeline's further
+/// topics, not its offsets and history topics (those have their own readers).
+pub(crate) fn unmarked_scope(s: &SinkSettings) -> unmarked::Scope {
+    unmarked::Scope {
+        client: s.client.clone(),
+        patterns: s.data_topic_patterns.clone(),
+        own_topics: vec![s.schema_changes_topic.clone(), s.dlq_topic.clone()],
+        skip: vec![s.offsets_topic.clone(), s.schema_history_topic.clone()],
     }
 }
 

@@ -18,7 +18,7 @@ use serde::{Deserialize, Serialize};
 use rdkafka::producer::Producer;
 
 use super::reader::{self, Until};
-use super::{classify, producer::SinkProducer, topics::Topics};
+use super::{classify, producer::SinkProducer, topics::Topics, unmarked};
 use crate::error::{Error, Result};
 use crate::position::SourcePosition;
 
@@ -47,6 +47,12 @@ pub struct OffsetRecord {
     /// records of versions before claims.
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub instance: String,
+    /// The pipeline's Kafka transaction sequence: 1 for its first committed transaction, one
+    /// more for each next (0 in records of versions before it). Every record of that
+    /// transaction carries it in the [`crate::sink::unmarked::TXN_HEADER`] header, which is how
+    /// records Kafka left without a marker are matched with the committed offset.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub txn: u64,
     /// Prepared, not yet committed XA transactions before `position` (xid → `file:pos` of the
     /// prepared group), so their rows can be read again at `XA COMMIT` after a restart.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
@@ -54,6 +60,10 @@ pub struct OffsetRecord {
     /// Progress of the snapshot, committed with the rows of each chunk.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub snapshot: Option<crate::snapshot::progress::SnapshotProgress>,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 fn default_writer() -> String {
@@ -71,6 +81,7 @@ impl OffsetRecord {
             committed_at_ms: now_ms(),
             written_by: default_writer(),
             instance: crate::sink::claim::instance_id().to_string(),
+            txn: 0,
             xa_prepared: BTreeMap::new(),
             snapshot: None,
         }
@@ -172,12 +183,35 @@ pub fn set_offset(s: &crate::sink::SinkSettings, position: SourcePosition) -> Re
         .inner
         .init_transactions(Duration::from_secs(60))
         .map_err(|e| classify::classify("init_transactions (fencing)", &e))?;
+    // Records the pipeline left without a marker are settled against the offset being
+    // replaced, before the new one is written (see [`crate::sink::unmarked`]).
+    let wait = super::txn::abort_wait(s.transaction_timeout_ms);
+    unmarked::settle_offsets_topic(&producer, &s.client, &s.offsets_topic, &s.name, wait)?;
     producer
         .inner
         .begin_transaction()
         .map_err(|e| classify::classify("begin_transaction", &e))?;
+    // The sequence goes on from the committed record, so records Kafka left without a marker
+    // are still told apart after an operator's change (see [`crate::sink::unmarked`]).
+    let previous = read_committed_offset(
+        &s.client,
+        &s.offsets_topic,
+        &s.name,
+        Until::CapturedHigh,
+        s.read_timeout,
+    )?;
+    let committed_txn = previous.map_or(0, |p| p.txn);
+    unmarked::settle_data_partitions(
+        &producer,
+        &super::unmarked_scope(s),
+        &s.name,
+        committed_txn,
+        &s.bootstrap,
+        wait,
+    )?;
     let mut rec = OffsetRecord::new(&s.name, position, 0);
     rec.written_by = "operator".into();
+    rec.txn = committed_txn + 1;
     producer.send(
         &s.offsets_topic,
         Some(s.name.as_bytes()),

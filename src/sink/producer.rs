@@ -13,6 +13,7 @@ use std::time::{Duration, Instant};
 use rdkafka::client::ClientContext;
 use rdkafka::config::ClientConfig;
 use rdkafka::error::{KafkaError, RDKafkaErrorCode};
+use rdkafka::message::{Header, OwnedHeaders};
 use rdkafka::producer::{BaseProducer, BaseRecord, DeliveryResult, Producer, ProducerContext};
 
 use crate::error::{Error, Result};
@@ -74,6 +75,9 @@ pub struct SinkProducer {
     /// Once shutdown was requested, waiting for queue space or acknowledgements stops at the
     /// shutdown budget's `finish_by` ([`Error::Unfinished`]).
     pub stop: crate::shutdown::ShutdownClock,
+    /// The [`crate::sink::unmarked::TXN_HEADER`] value every record gets while it is set:
+    /// `<pipeline>:<txn>` inside a pipeline transaction (exactly-once only).
+    pub tag: Option<Vec<u8>>,
 }
 
 /// Delivery reports are served every this many records (each poll reads the clock and takes
@@ -111,19 +115,47 @@ impl SinkProducer {
             wait_limit: Duration::from_millis(transaction_timeout_ms),
             unpolled: std::sync::atomic::AtomicU32::new(0),
             stop: crate::shutdown::ShutdownClock::default(),
+            tag: None,
         })
     }
 
-    /// Produces one record, waiting (polling) while librdkafka's bounded queue is full.
+    /// Produces one record, waiting (polling) while librdkafka's bounded queue is full. The
+    /// record carries the [`SinkProducer::tag`] header when one is set.
     pub fn send(&self, topic: &str, key: Option<&[u8]>, value: Option<&[u8]>) -> Result<()> {
+        let header = self
+            .tag
+            .as_deref()
+            .map(|t| (crate::sink::unmarked::TXN_HEADER, t));
+        self.send_to(topic, None, key, value, header)
+    }
+
+    /// [`SinkProducer::send`] with an explicit partition (`None`: the partitioner decides)
+    /// and header.
+    pub fn send_to(
+        &self,
+        topic: &str,
+        partition: Option<i32>,
+        key: Option<&[u8]>,
+        value: Option<&[u8]>,
+        header: Option<(&str, &[u8])>,
+    ) -> Result<()> {
         let started = Instant::now();
         loop {
             let mut rec: BaseRecord<'_, [u8], [u8]> = BaseRecord::to(topic);
+            if let Some(p) = partition {
+                rec = rec.partition(p);
+            }
             if let Some(k) = key {
                 rec = rec.key(k);
             }
             if let Some(v) = value {
                 rec = rec.payload(v);
+            }
+            if let Some((name, value)) = header {
+                rec = rec.headers(OwnedHeaders::new_with_capacity(1).insert(Header {
+                    key: name,
+                    value: Some(value),
+                }));
             }
             match self.inner.send(rec) {
                 Ok(()) => {

@@ -146,8 +146,11 @@ pub struct Rig<'a> {
     pub flavor: Flavor,
     /// sluice's database link.
     pub db: &'a DbProxy,
-    /// sluice's Kafka link.
+    /// sluice's Kafka link (shared with the other server's run, if one goes on).
     pub kafka: &'a KafkaProxy,
+    /// Held while a Kafka fault is in force: the runs sharing the proxy and the broker take
+    /// turns (a fault of one still hits the other's pipeline too).
+    pub kafka_turn: Arc<tokio::sync::Mutex<()>>,
     /// sluice.
     pub sluice: &'a Supervisor,
     /// Port of sluice's API.
@@ -268,6 +271,12 @@ impl Rig<'_> {
 
     /// Does one fault of `kind`, then measures the recovery.
     pub async fn run(&mut self, kind: Kind) -> Fault {
+        let turn = match kind {
+            Kind::KafkaReset | Kind::KafkaBlackhole | Kind::EndTxnHold | Kind::KafkaRestart => {
+                Some(self.kafka_turn.clone().lock_owned().await)
+            }
+            _ => None,
+        };
         let at = self.started.elapsed();
         let t0 = Instant::now();
         let exits_before = self.sluice.exits().len();
@@ -346,6 +355,7 @@ impl Rig<'_> {
             Kind::CoordinatorKill | Kind::LeaderKill => self.kill_node(kind).await,
         };
         let active = t0.elapsed();
+        drop(turn);
         let end = Instant::now();
         // Recovered = committed a source transaction written after the fault ended.
         let before = self.progress.changes.load(Ordering::Relaxed);

@@ -1,0 +1,508 @@
+//! Records Kafka leaves without a transaction marker: found after fencing, matched with the
+//! committed offset, and aborted when their transaction never committed.
+//!
+//! **What Kafka does.** When the transaction coordinator finishes a commit or an abort it
+//! sends a marker to every partition of the transaction; for a partition its metadata shows
+//! *no leader* for, it logs "Couldn't find leader endpoint for partitions ... these
+//! partitions are likely deleted already and hence can be skipped" and completes the
+//! transaction without that marker (Kafka 4's metadata cache answers "unknown" both for a
+//! deleted partition and for one whose leader is none). A partition has no leader while all
+//! of its in-sync replicas are down: on the one-broker test bed, during the controlled
+//! shutdown of a broker restart. The records stay open on the partition and hold its last
+//! stable offset (LSO) back, and the partition still counts them as the open transaction of
+//! that producer id: the *next* marker of the same transactional id there ends them too, in
+//! the way of its own transaction. That is right only by chance. If the coordinator had
+//! aborted them (the offset record of their transaction never committed), the pipeline
+//! resumes before their changes, writes them again, and the next commit marker makes both
+//! copies visible (seen in a chaos run: 2 duplicates). If it had committed them, an abort
+//! marker — or an operator's `kafka-transactions.sh abort` — loses them (seen: 5 changes).
+//!
+//! **How sluice tells the two apart.** Every record of a pipeline transaction carries the
+//! [`TXN_HEADER`] `<pipeline>:<txn>`, where `txn` counts the pipeline's Kafka transactions
+//! and is stored in the offset record committed with them ([`super::offsets::OffsetRecord`]).
+//! After `init_transactions` (so none of this pipeline's transactions is still in progress),
+//! each partition whose LSO is below its high watermark is looked at: the record at the LSO
+//! is the first record of the oldest open transaction there. [`decide`] then says:
+//! - not this pipeline's (no header, another pipeline): left alone and reported — only that
+//!   producer's own next marker ends it;
+//! - this pipeline's, `txn` above the committed one: its transaction never committed, so it
+//!   is aborted now ([`abort_probe`]: a transaction that writes one record to that partition
+//!   and aborts, whose abort marker ends every open record of this producer id there; a
+//!   `read_committed` consumer sees none of them) — before the pipeline writes anything;
+//! - this pipeline's, `txn` at or below the committed one: committed in the coordinator's
+//!   view, so it is left for the next transaction that writes there to commit, and reported
+//!   (should a transaction writing there abort first, those records are lost: the open
+//!   problem documented in `docs/architecture.md`).
+//!
+//! On the pipeline's own offsets topic the look comes first, before the claim record is
+//! committed (whose marker would commit them): the committed offset is not known yet, so
+//! this pipeline's own open records there are always aborted. If their transaction had in
+//! fact committed, its changes are written again (a duplicate, never a loss). The schema
+//! history topic is left to its reader, which waits and names the record holding it.
+
+use std::time::Duration;
+
+use rdkafka::config::ClientConfig;
+use rdkafka::consumer::{BaseConsumer, Consumer};
+use rdkafka::message::{Headers, Message};
+use rdkafka::producer::Producer;
+use rdkafka::{Offset, TopicPartitionList};
+use regex::RegexSet;
+
+use super::producer::SinkProducer;
+use super::reader::{self, ReaderContext};
+use super::txn;
+use crate::error::{Error, Result};
+
+/// The header naming the pipeline transaction a record belongs to: `<pipeline>:<txn>`
+/// (`<pipeline>:claim` on claim records).
+pub const TXN_HEADER: &str = "sluice.txn";
+
+/// The header of the one record an [`abort_probe`] writes (and aborts).
+pub const PROBE_HEADER: &str = "sluice.probe";
+
+/// The key of that record (compacted topics refuse records without a key).
+pub const PROBE_KEY: &[u8] = b"__sluice_abort_probe";
+
+/// How long the record at a held partition's LSO is waited for.
+const FIRST_RECORD_WAIT: Duration = Duration::from_secs(10);
+
+/// What a [`TXN_HEADER`] says.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Tag {
+    /// The pipeline that wrote the record.
+    pub pipeline: String,
+    /// Its pipeline transaction; `None` on a claim record.
+    pub txn: Option<u64>,
+}
+
+impl Tag {
+    /// The header value of the records of pipeline transaction `txn`.
+    pub fn txn_value(pipeline: &str, txn: u64) -> Vec<u8> {
+        format!("{pipeline}:{txn}").into_bytes()
+    }
+
+    /// The header value of a claim record.
+    pub fn claim_value(pipeline: &str) -> Vec<u8> {
+        format!("{pipeline}:claim").into_bytes()
+    }
+
+    /// Parses a header value; `None` for anything not written by [`Tag::txn_value`] or
+    /// [`Tag::claim_value`].
+    pub fn parse(value: &[u8]) -> Option<Tag> {
+        let text = std::str::from_utf8(value).ok()?;
+        let (pipeline, rest) = text.rsplit_once(':')?;
+        if pipeline.is_empty() {
+            return None;
+        }
+        let txn = match rest {
+            "claim" => None,
+            n if !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()) => Some(n.parse().ok()?),
+            _ => return None,
+        };
+        Some(Tag {
+            pipeline: pipeline.to_string(),
+            txn,
+        })
+    }
+}
+
+/// A partition whose last stable offset is below its high watermark.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Held {
+    /// Topic.
+    pub topic: String,
+    /// Partition.
+    pub partition: i32,
+    /// The last stable offset: the first record of the oldest open transaction.
+    pub lso: i64,
+    /// The high watermark.
+    pub high: i64,
+    /// The [`TXN_HEADER`] of the record at the LSO, if it has one sluice wrote.
+    pub first: Option<Tag>,
+}
+
+/// What to do with the open records of a held partition.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Verdict {
+    /// Not this pipeline's: left alone, reported.
+    Foreign,
+    /// This pipeline's, of a committed transaction: left for its next transaction there to
+    /// commit, reported.
+    Committed,
+    /// This pipeline's, of a transaction that never committed: aborted now.
+    Abort,
+}
+
+/// The verdict for a held partition whose record at the LSO has tag `first`. `committed`:
+/// the pipeline transaction of the committed offset record, `None` while it is not known
+/// yet (the pipeline's own offsets topic, looked at before anything is read).
+pub fn decide(first: Option<&Tag>, pipeline: &str, committed: Option<u64>) -> Verdict {
+    let Some(tag) = first.filter(|t| t.pipeline == pipeline) else {
+        return Verdict::Foreign;
+    };
+    match (tag.txn, committed) {
+        // A claim carries no data; an own record on the offsets topic is aborted (see the
+        // module documentation: a duplicate, never a loss).
+        (None, _) | (_, None) => Verdict::Abort,
+        (Some(t), Some(c)) if t <= c => Verdict::Committed,
+        (Some(_), Some(_)) => Verdict::Abort,
+    }
+}
+
+impl Held {
+    /// Where the held records are, the commands that show their transaction, and what to do.
+    pub fn advice(&self, pipeline: &str, bootstrap: &str) -> String {
+        let (t, p, lso) = (&self.topic, self.partition, self.lso);
+        let (by, todo) = match &self.first {
+            Some(Tag {
+                pipeline: writer,
+                txn: Some(n),
+            }) if writer == pipeline => (
+                format!("pipeline `{writer}`, transaction {n}"),
+                "it committed, and this pipeline's next transaction there commits these                  records: do not abort them (that loses them)"
+                    .to_string(),
+            ),
+            first => (
+                match first {
+                    Some(tag) => format!("pipeline `{}`", tag.pipeline),
+                    None => "a producer that is not this pipeline".to_string(),
+                },
+                format!(
+                    "only that producer's next transaction there ends it; if it hangs, end it                      with `kafka-transactions.sh --bootstrap-server {bootstrap} abort --topic                      {t} --partition {p} --start-offset {lso}`"
+                ),
+            ),
+        };
+        format!(
+            "`{t}` partition {p}: records from offset {lso} (its last stable offset) to {high} \
+             belong to a transaction that is still open, written by {by}; see it with \
+             `kafka-transactions.sh --bootstrap-server {bootstrap} find-hanging --topic {t} \
+             --partition {p}` (or `describe-producers --topic {t} --partition {p}`); {todo}",
+            high = self.high
+        )
+    }
+}
+
+/// Where the look goes: the data topics and the pipeline's further topics.
+pub struct Scope {
+    /// librdkafka client config.
+    pub client: ClientConfig,
+    /// Names the routes can expand to.
+    pub patterns: RegexSet,
+    /// The pipeline's own further topics (schema changes, dead letters).
+    pub own_topics: Vec<String>,
+    /// Topics left out (the offsets and schema history topics), even when a route's pattern
+    /// matches their names.
+    pub skip: Vec<String>,
+}
+
+/// The lookers: a `read_uncommitted` consumer (high watermark, the record at the LSO) and a
+/// `read_committed` one (the LSO).
+struct Lookers {
+    uncommitted: BaseConsumer<ReaderContext>,
+    committed: BaseConsumer<ReaderContext>,
+}
+
+impl Lookers {
+    fn new(client: &ClientConfig) -> Result<Self> {
+        Ok(Lookers {
+            uncommitted: reader::consumer(client, "sluice-unmarked-look", "read_uncommitted", "")?,
+            committed: reader::consumer(client, "sluice-unmarked-look", "read_committed", "")?,
+        })
+    }
+
+    /// The partition, if it is held.
+    fn held(&self, topic: &str, partition: i32) -> Result<Option<Held>> {
+        let Some((_, high)) = reader::watermarks(&self.uncommitted, topic, partition)? else {
+            return Ok(None);
+        };
+        let Some((_, lso)) = reader::watermarks(&self.committed, topic, partition)? else {
+            return Ok(None);
+        };
+        if lso >= high {
+            return Ok(None);
+        }
+        Ok(Some(Held {
+            topic: topic.to_string(),
+            partition,
+            lso,
+            high,
+            first: self.tag_at(topic, partition, lso)?,
+        }))
+    }
+
+    /// The tag of the record at `offset`, if it is there and has one.
+    fn tag_at(&self, topic: &str, partition: i32, offset: i64) -> Result<Option<Tag>> {
+        let mut tpl = TopicPartitionList::new();
+        tpl.add_partition_offset(topic, partition, Offset::Offset(offset))
+            .map_err(|e| Error::transient(format!("reading `{topic}` [{partition}]: {e}")))?;
+        self.uncommitted
+            .assign(&tpl)
+            .map_err(|e| Error::transient(format!("reading `{topic}` [{partition}]: {e}")))?;
+        let deadline = std::time::Instant::now() + FIRST_RECORD_WAIT;
+        while std::time::Instant::now() < deadline {
+            match self.uncommitted.poll(Duration::from_millis(200)) {
+                Some(Ok(m)) if m.topic() == topic && m.partition() == partition => {
+                    if m.offset() != offset {
+                        return Ok(None);
+                    }
+                    let tag = m.headers().and_then(|h| {
+                        h.iter()
+                            .find(|h| h.key == TXN_HEADER)
+                            .and_then(|h| h.value.and_then(Tag::parse))
+                    });
+                    return Ok(tag);
+                }
+                _ => continue,
+            }
+        }
+        Err(Error::transient(format!(
+            "the record at offset {offset} of `{topic}` partition {partition} (the first of an \
+             open transaction) could not be read within {FIRST_RECORD_WAIT:?}"
+        )))
+    }
+}
+
+/// The held partitions of the data topics the pipeline writes (and of its further topics).
+/// Blocking.
+pub fn held_data_partitions(scope: &Scope) -> Result<Vec<Held>> {
+    let lookers = Lookers::new(&scope.client)?;
+    let md = lookers
+        .uncommitted
+        .fetch_metadata(None, Duration::from_secs(30))
+        .map_err(|e| Error::transient(format!("Kafka metadata request failed: {e}")))?;
+    let mut held = Vec::new();
+    for t in md.topics().iter().filter(|t| t.error().is_none()) {
+        let name = t.name();
+        if scope.skip.iter().any(|s| s == name) {
+            continue;
+        }
+        if !(scope.patterns.is_match(name) || scope.own_topics.iter().any(|o| o == name)) {
+            continue;
+        }
+        for p in t.partitions() {
+            held.extend(lookers.held(name, p.id())?);
+        }
+    }
+    held.sort_by(|a, b| (&a.topic, a.partition).cmp(&(&b.topic, b.partition)));
+    Ok(held)
+}
+
+/// Aborts this producer id's open records on `topic` / `partition`: a transaction that
+/// writes one record there ([`PROBE_KEY`], no value) and aborts; the abort marker ends every
+/// open record of this producer id on the partition. Blocking.
+pub fn abort_probe(
+    producer: &SinkProducer,
+    topic: &str,
+    partition: i32,
+    wait: Duration,
+) -> Result<()> {
+    producer
+        .inner
+        .begin_transaction()
+        .map_err(|e| producer.classify("begin_transaction (abort probe)", &e))?;
+    producer.send_to(
+        topic,
+        Some(partition),
+        Some(PROBE_KEY),
+        None,
+        Some((PROBE_HEADER, b"aborts records Kafka left without a marker")),
+    )?;
+    producer.wait_delivered()?;
+    match txn::abort(producer, wait) {
+        txn::Aborted::Done => Ok(()),
+        other => Err(Error::transient(format!(
+            "aborting the records Kafka left without a marker on `{topic}` partition \
+             {partition}: the abort did not finish ({other:?}); the next attempt fences and \
+             looks again"
+        ))),
+    }
+}
+
+/// The pipeline's own offsets topic, before the claim: this pipeline's open records there
+/// are aborted ([`decide`] with no committed transaction). Blocking; after
+/// `init_transactions`.
+pub fn settle_offsets_topic(
+    producer: &SinkProducer,
+    client: &ClientConfig,
+    topic: &str,
+    pipeline: &str,
+    wait: Duration,
+) -> Result<()> {
+    let lookers = Lookers::new(client)?;
+    let Some(held) = lookers.held(topic, 0)? else {
+        return Ok(());
+    };
+    if decide(held.first.as_ref(), pipeline, None) == Verdict::Abort {
+        abort_probe(producer, topic, 0, wait)?;
+        tracing::warn!(
+            topic,
+            offset = held.lso,
+            "aborted this pipeline's records that Kafka left without a transaction marker on \
+             its offsets topic (a broker had no leader for the partition while the coordinator \
+             ended their transaction); if that transaction had committed, its changes are \
+             written again"
+        );
+    }
+    Ok(())
+}
+
+/// The data partitions, once the committed offset is known (`committed_txn`): aborts this
+/// pipeline's open records of transactions that never committed, and reports the rest.
+/// Blocking; after `init_transactions`, before the pipeline writes.
+pub fn settle_data_partitions(
+    producer: &SinkProducer,
+    scope: &Scope,
+    pipeline: &str,
+    committed_txn: u64,
+    bootstrap: &str,
+    wait: Duration,
+) -> Result<()> {
+    let mut reported = Vec::new();
+    for h in held_data_partitions(scope)? {
+        match decide(h.first.as_ref(), pipeline, Some(committed_txn)) {
+            Verdict::Abort => {
+                abort_probe(producer, &h.topic, h.partition, wait)?;
+                tracing::warn!(
+                    topic = %h.topic,
+                    partition = h.partition,
+                    from_offset = h.lso,
+                    to_offset = h.high,
+                    transaction = ?h.first.as_ref().and_then(|t| t.txn),
+                    committed_transaction = committed_txn,
+                    "aborted this pipeline's records that Kafka left without a transaction \
+                     marker (a broker had no leader for the partition while the coordinator \
+                     ended their transaction); their transaction never committed, so the \
+                     pipeline writes their changes again from the committed offset"
+                );
+            }
+            Verdict::Committed | Verdict::Foreign => reported.push(h),
+        }
+    }
+    if !reported.is_empty() {
+        tracing::warn!(
+            partitions = reported.len(),
+            "{}",
+            warning(&reported, pipeline, bootstrap)
+        );
+    }
+    Ok(())
+}
+
+/// The warning for held partitions left alone.
+pub fn warning(held: &[Held], pipeline: &str, bootstrap: &str) -> String {
+    let list: Vec<String> = held.iter().map(|h| h.advice(pipeline, bootstrap)).collect();
+    format!(
+        "{} partition(s) this pipeline writes to are held back by an open transaction after \
+         fencing: {}",
+        held.len(),
+        list.join("; ")
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn tag(p: &str, t: Option<u64>) -> Tag {
+        Tag {
+            pipeline: p.into(),
+            txn: t,
+        }
+    }
+
+    #[test]
+    fn tags_round_trip() {
+        assert_eq!(
+            Tag::parse(&Tag::txn_value("orders", 42)),
+            Some(tag("orders", Some(42)))
+        );
+        assert_eq!(
+            Tag::parse(&Tag::claim_value("orders")),
+            Some(tag("orders", None))
+        );
+        // A pipeline name may hold the separator: the last one counts.
+        assert_eq!(
+            Tag::parse(&Tag::txn_value("a:b", 7)),
+            Some(tag("a:b", Some(7)))
+        );
+    }
+
+    #[test]
+    fn foreign_or_malformed_headers_are_no_tag() {
+        for bad in [
+            &b""[..],
+            b"orders",
+            b":5",
+            b"orders:",
+            b"orders:-1",
+            b"orders:1x",
+            b"orders:99999999999999999999999",
+            b"\xff\xfe:1",
+        ] {
+            assert_eq!(Tag::parse(bad), None, "{:?}", String::from_utf8_lossy(bad));
+        }
+    }
+
+    #[test]
+    fn records_of_a_transaction_that_never_committed_are_aborted() {
+        let t = tag("orders", Some(8));
+        assert_eq!(decide(Some(&t), "orders", Some(7)), Verdict::Abort);
+        assert_eq!(decide(Some(&t), "orders", Some(0)), Verdict::Abort);
+    }
+
+    #[test]
+    fn records_of_a_committed_transaction_are_left_to_the_next_commit() {
+        let t = tag("orders", Some(7));
+        assert_eq!(decide(Some(&t), "orders", Some(7)), Verdict::Committed);
+        assert_eq!(decide(Some(&t), "orders", Some(9)), Verdict::Committed);
+    }
+
+    #[test]
+    fn other_producers_are_left_alone() {
+        assert_eq!(decide(None, "orders", Some(3)), Verdict::Foreign);
+        let other = tag("billing", Some(9));
+        assert_eq!(decide(Some(&other), "orders", Some(3)), Verdict::Foreign);
+        assert_eq!(decide(Some(&other), "orders", None), Verdict::Foreign);
+    }
+
+    #[test]
+    fn own_records_on_the_offsets_topic_and_claims_are_aborted() {
+        assert_eq!(
+            decide(Some(&tag("orders", Some(3))), "orders", None),
+            Verdict::Abort
+        );
+        assert_eq!(
+            decide(Some(&tag("orders", None)), "orders", Some(3)),
+            Verdict::Abort
+        );
+    }
+
+    #[test]
+    fn the_advice_names_the_writer() {
+        let h = Held {
+            topic: "t".into(),
+            partition: 2,
+            lso: 10,
+            high: 14,
+            first: Some(tag("orders", Some(5))),
+        };
+        let a = h.advice("orders", "k:9092");
+        assert!(a.contains("pipeline `orders`, transaction 5"), "{a}");
+        assert!(a.contains("--topic t --partition 2"), "{a}");
+        assert!(a.contains("do not abort them"), "{a}");
+        assert!(!a.contains(" abort --topic"), "{a}");
+        let foreign = Held {
+            first: None,
+            ..h.clone()
+        };
+        let f = foreign.advice("orders", "k");
+        assert!(f.contains("not this pipeline"), "{f}");
+        assert!(
+            f.contains("abort --topic t --partition 2 --start-offset 10"),
+            "{f}"
+        );
+        let other = h.advice("billing", "k");
+        assert!(other.contains("abort --topic t"), "{other}");
+    }
+}
