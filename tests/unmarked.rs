@@ -213,30 +213,36 @@ async fn records_kafka_left_without_a_marker_follow_their_transaction() {
         return;
     };
     let bootstrap = cluster::bootstrap();
-    cluster::wait_in_sync(&bootstrap, &[], Duration::from_secs(120)).unwrap_or_else(|e| {
-        panic!("the three-node cluster (scripts/services up kafka-cluster): {e}")
-    });
+    let brokers = cluster::brokers(&bootstrap).unwrap_or_default();
+    assert_eq!(
+        brokers.len(),
+        3,
+        "the three-node cluster is not up (`scripts/services up kafka-cluster`; scripts/test \
+         starts it): brokers {brokers:?}"
+    );
     let p = Pipeline::new(flavor, "unmarked", "");
     p.edit_config(
         &format!("bootstrap_servers = \"{KAFKA}\""),
         &format!("bootstrap_servers = \"{bootstrap}\"\ntransaction_timeout_ms = 20000"),
     );
     let txn_id = format!("sluice-{}", p.name);
-    // The partitions live on a node that is not the coordinator of the pipeline's
-    // transactional id (which must stay up to end the transactions).
-    let coordinator = cluster::coordinator(&bootstrap, &txn_id).unwrap_or(1);
-    let node = (1..=3).find(|n| *n != coordinator).expect("a node");
-    let (aborted_topic, committed_topic) = (p.topic("a"), p.topic("c"));
-    create_on_node(&aborted_topic, node);
-    create_on_node(&committed_topic, node);
-
     let (mut c, mut child) = p
         .start_with(&[
             ("a", "(id INT PRIMARY KEY, pad VARCHAR(10))"),
             ("c", "(id INT PRIMARY KEY, pad VARCHAR(10))"),
         ])
         .await;
+    // The partitions live on a node that is not the coordinator of the pipeline's
+    // transactional id (which must stay up to end the transactions); it is known once
+    // sluice has fenced. sluice creates a data topic at its first row: these come first.
+    let coordinator = cluster::coordinator(&bootstrap, &txn_id)
+        .unwrap_or_else(|e| panic!("the coordinator of {txn_id}: {e}"));
+    let node = (1..=3).find(|n| *n != coordinator).expect("a node");
+    let (aborted_topic, committed_topic) = (p.topic("a"), p.topic("c"));
+    create_on_node(&aborted_topic, node);
+    create_on_node(&committed_topic, node);
     let db = p.db.clone();
+    exec(&mut c, &[&format!("USE {db}")]).await;
     for t in ["a", "c"] {
         exec(
             &mut c,

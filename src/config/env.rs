@@ -49,13 +49,17 @@ pub const ENV_READ_ELSEWHERE: &[&str] = &[
     "SLUICE_MYSQL_SCRATCH_PORT",
     "SLUICE_KAFKA_PORT",
     "SLUICE_KAFKA_CONTROLLER_PORT",
+    "SLUICE_KAFKA_CLUSTER_PORTS",
+    "SLUICE_KAFKA_CLUSTER_CONTROLLER_PORTS",
     "SLUICE_REGISTRY_PORT",
     "SLUICE_REGISTRY_MANAGEMENT_PORT",
     "SLUICE_PROMETHEUS_PORT",
 ];
 
-/// Prefixes of `SLUICE_` variables that the configuration ignores (tests, benchmarks).
-pub const ENV_READ_ELSEWHERE_PREFIXES: &[&str] = &["SLUICE_TEST_", "SLUICE_BENCH_"];
+/// Prefixes of `SLUICE_` variables that the configuration ignores (tests, benchmarks, the
+/// chaos run).
+pub const ENV_READ_ELSEWHERE_PREFIXES: &[&str] =
+    &["SLUICE_TEST_", "SLUICE_BENCH_", "SLUICE_CHAOS_"];
 
 /// Prefix of variables setting a librdkafka property (`kafka.properties`).
 pub const ENV_KAFKA_PROPERTY_PREFIX: &str = "SLUICE_KAFKA_PROPERTY_";

@@ -22,6 +22,7 @@
 
 pub mod claim;
 pub mod classify;
+mod counts;
 pub mod offsets;
 pub mod past;
 pub mod producer;
@@ -239,7 +240,7 @@ struct Sink {
     pending: Option<Checkpoint>,
     last_commit: Instant,
     /// Counts of the open Kafka transaction, for the metrics when it commits.
-    counts: TxnCounts,
+    counts: counts::TxnCounts,
     /// When the read position was last copied into the metrics.
     read_reported: Instant,
     /// Offset in the offsets topic at or before this instance's claim record: where a fenced
@@ -251,61 +252,6 @@ struct Sink {
     /// The pipeline transaction of the last committed offset record; the open one is the
     /// next ([`unmarked`]).
     committed_txn: u64,
-}
-
-/// What the open Kafka transaction holds, counted for the metrics.
-#[derive(Default)]
-struct TxnCounts {
-    /// Records per (`db.table`, op) written to their topics (tombstones not counted).
-    written: Vec<((String, &'static str), u64)>,
-    /// Records per `db.table` written to the dead-letter topic.
-    dead_letters: Vec<(String, u64)>,
-    /// Key and value bytes of all records.
-    bytes: u64,
-}
-
-impl TxnCounts {
-    fn add_written(&mut self, table: &str, op: &'static str, n: u64) {
-        if n == 0 {
-            return;
-        }
-        match self
-            .written
-            .iter_mut()
-            .rev()
-            .find(|((t, o), _)| *o == op && t == table)
-        {
-            Some((_, c)) => *c += n,
-            None => self.written.push(((table.to_string(), op), n)),
-        }
-    }
-
-    fn add_dead_letters(&mut self, table: &str, n: u64) {
-        if n == 0 {
-            return;
-        }
-        match self.dead_letters.iter_mut().find(|(t, _)| t == table) {
-            Some((_, c)) => *c += n,
-            None => self.dead_letters.push((table.to_string(), n)),
-        }
-    }
-
-    fn clear(&mut self) {
-        self.written.clear();
-        self.dead_letters.clear();
-        self.bytes = 0;
-    }
-}
-
-/// The `op` label of a rows event.
-fn op_label(kind: crate::source::rows::RowsKind) -> &'static str {
-    use crate::source::rows::RowsKind;
-    match kind {
-        RowsKind::Insert => "c",
-        RowsKind::Update => "u",
-        RowsKind::Delete => "d",
-        RowsKind::Read => "r",
-    }
 }
 
 impl Sink {
@@ -402,7 +348,7 @@ impl Sink {
             table_order: HashMap::new(),
             pending: None,
             last_commit: Instant::now(),
-            counts: TxnCounts::default(),
+            counts: counts::TxnCounts::default(),
             read_reported: Instant::now(),
             claim_from,
             retire: false,
@@ -504,7 +450,7 @@ impl Sink {
                         table.schema.db, table.schema.table, self.meta.file
                     )));
                 }
-                metrics::global().add_read(&table.label, op_label(kind), rows.len() as u64);
+                metrics::global().add_read(&table.label, counts::op_label(kind), rows.len() as u64);
                 self.write_rows(&table, kind, &rows, pos)?;
                 self.check_txn_age()?;
             }
@@ -617,7 +563,7 @@ impl Sink {
                         written += u64::from(rec.value.is_some());
                     }
                     Some(reason) => {
-                        let value = dead_letter(&table.route.topic, reason, rec);
+                        let value = counts::dead_letter(&table.route.topic, reason, rec);
                         self.producer
                             .send(&self.s.dlq_topic, rec.key.as_deref(), Some(&value))
                             .map_err(at)?;
@@ -629,7 +575,7 @@ impl Sink {
             }
         }
         self.counts
-            .add_written(&table.label, op_label(kind), written);
+            .add_written(&table.label, counts::op_label(kind), written);
         self.counts.add_dead_letters(&table.label, dead);
         self.counts.bytes += bytes;
         Ok(())
@@ -806,23 +752,4 @@ pub(crate) fn unmarked_scope(s: &SinkSettings) -> unmarked::Scope {
         own_topics: vec![s.schema_changes_topic.clone(), s.dlq_topic.clone()],
         skip: vec![s.offsets_topic.clone(), s.schema_history_topic.clone()],
     }
-}
-
-/// The dead-letter record of a record that could not go to `topic`: JSON naming the topic and
-/// the reason, with the record's key and value as base64 (they may be binary).
-fn dead_letter(topic: &str, reason: &str, rec: &Record) -> Vec<u8> {
-    use base64::Engine as _;
-    let b64 = |b: &Option<Vec<u8>>| {
-        b.as_ref()
-            .map(|b| base64::engine::general_purpose::STANDARD.encode(b))
-    };
-    serde_json::json!({
-        "topic": topic,
-        "reason": reason,
-        "key_base64": b64(&rec.key),
-        "value_base64": b64(&rec.value),
-        "ts_ms": offsets::now_ms(),
-    })
-    .to_string()
-    .into_bytes()
 }

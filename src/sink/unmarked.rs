@@ -363,6 +363,13 @@ pub fn settle_data_partitions(
         match decide(h.first.as_ref(), pipeline, Some(committed_txn)) {
             Verdict::Abort => {
                 abort_probe(producer, &h.topic, h.partition, wait)?;
+                let after = Lookers::new(&scope.client)?.held(&h.topic, h.partition)?;
+                if after.as_ref().is_some_and(|a| a.lso == h.lso) {
+                    // Tagged as this pipeline's, yet another producer id holds them: only
+                    // that producer's marker can end them.
+                    reported.push(h);
+                    continue;
+                }
                 tracing::warn!(
                     topic = %h.topic,
                     partition = h.partition,
