@@ -124,6 +124,9 @@ pub struct SinkStats {
     /// The offsets topic's end before this process's latest claim (see [`claim`]); a later
     /// attempt looks there for a new owner before it fences.
     pub claimed_from: std::sync::Mutex<Option<i64>>,
+    /// The source transaction whose Kafka transaction last outlived 90% of the timeout, and
+    /// in how many attempts in a row ([`txn::too_long`]).
+    pub too_long: std::sync::Mutex<Option<(String, u32)>>,
 }
 
 /// What the sink read after fencing: the committed offset and the schema history that was
@@ -581,23 +584,44 @@ impl Sink {
         Ok(())
     }
 
-    /// A source transaction longer than the Kafka transaction timeout cannot be written
-    /// atomically: fail clearly instead of letting the broker abort it behind our back.
+    /// A Kafka transaction open for 90% of `kafka.transaction_timeout_ms` inside a source
+    /// transaction is given up before the coordinator aborts it behind our back. Usually a
+    /// stall (of the source link, of Kafka, of this process) made it so: a transient error,
+    /// the next attempt reads the transaction again. Only when the same source transaction
+    /// fails so in [`txn::TOO_LONG_ATTEMPTS`] attempts in a row is it too long to fit in
+    /// one Kafka transaction: a definite error that says what to raise.
     fn check_txn_age(&self) -> Result<()> {
-        if self.exactly_once()
-            && self.kafka_started.elapsed()
-                > Duration::from_millis(self.s.transaction_timeout_ms * 9 / 10)
-        {
+        let limit = Duration::from_millis(self.s.transaction_timeout_ms * 9 / 10);
+        if !self.exactly_once() || self.kafka_started.elapsed() <= limit {
+            return Ok(());
+        }
+        let id = self.meta.id();
+        let mut last = self
+            .stats
+            .too_long
+            .lock()
+            .unwrap_or_else(|e| e.into_inner());
+        let attempts = txn::too_long(last.as_ref(), &id);
+        *last = Some((id.clone(), attempts));
+        if attempts >= txn::TOO_LONG_ATTEMPTS {
             return Err(Error::definite(format!(
-                "source transaction {} did not finish within 90% of the Kafka transaction timeout \
-                 ({} ms): raise `kafka.transaction_timeout_ms` (and the broker's \
-                 `transaction.max.timeout.ms`) so one source transaction fits in one Kafka \
-                 transaction (`transaction.timeout.ms`)",
-                self.meta.id(),
+                "source transaction {id} did not finish within 90% of the Kafka transaction \
+                 timeout ({} ms) in {attempts} attempts in a row: raise \
+                 `kafka.transaction_timeout_ms` (and the broker's `transaction.max.timeout.ms`) \
+                 so one source transaction fits in one Kafka transaction \
+                 (`transaction.timeout.ms`)",
                 self.s.transaction_timeout_ms
             )));
         }
-        Ok(())
+        Err(Error::transient(format!(
+            "the Kafka transaction of source transaction {id} was open for {} ms, 90% of \
+             `kafka.transaction_timeout_ms` ({} ms), before the source transaction ended (a \
+             stall of the source, of Kafka or of this process?): reading it again from the \
+             committed offset (attempt {attempts} of {} before it counts as too long)",
+            self.kafka_started.elapsed().as_millis(),
+            self.s.transaction_timeout_ms,
+            txn::TOO_LONG_ATTEMPTS
+        )))
     }
 
     /// Writes the offset record and commits the open Kafka transaction (or batch).
@@ -632,6 +656,11 @@ impl Sink {
             self.producer.wait_delivered()?;
             txn::commit(&self.producer, &self.s.shutdown)?;
             self.committed_txn = rec.txn;
+            *self
+                .stats
+                .too_long
+                .lock()
+                .unwrap_or_else(|e| e.into_inner()) = None;
         } else {
             // At-least-once: the offset is written only after all data is acknowledged.
             self.producer.wait_delivered()?;

@@ -40,6 +40,19 @@ pub const COMMIT_SLICE: Duration = Duration::from_millis(200);
 /// The longest wait for `abort_transaction` after a failure (see the module documentation).
 pub const ABORT_WAIT_MAX: Duration = Duration::from_secs(3);
 
+/// In how many attempts in a row one source transaction may outlive 90% of the transaction
+/// timeout before that counts as too long for one Kafka transaction (a definite error).
+pub const TOO_LONG_ATTEMPTS: u32 = 3;
+
+/// The attempts in a row in which source transaction `id` outlived the limit, this one
+/// included, given the last one that did (`last`: its id and count).
+pub fn too_long(last: Option<&(String, u32)>, id: &str) -> u32 {
+    match last {
+        Some((prev, n)) if prev == id => n.saturating_add(1),
+        _ => 1,
+    }
+}
+
 /// How long a failed attempt waits for its abort: `kafka.transaction_timeout_ms`, at most
 /// [`ABORT_WAIT_MAX`].
 pub fn abort_wait(transaction_timeout_ms: u64) -> Duration {
@@ -195,6 +208,19 @@ pub fn retire(producer: SinkProducer) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn only_the_same_source_transaction_in_a_row_counts_as_too_long() {
+        assert_eq!(too_long(None, "0-1-7"), 1);
+        let once = ("0-1-7".to_string(), 1);
+        assert_eq!(too_long(Some(&once), "0-1-7"), 2);
+        let twice = ("0-1-7".to_string(), 2);
+        assert_eq!(too_long(Some(&twice), "0-1-7"), TOO_LONG_ATTEMPTS);
+        // Another transaction (the stall moved on): counting starts again.
+        assert_eq!(too_long(Some(&twice), "0-1-8"), 1);
+        let many = ("x".to_string(), u32::MAX);
+        assert_eq!(too_long(Some(&many), "x"), u32::MAX);
+    }
 
     const TIMEOUT: TxnErr = TxnErr {
         call_timeout: true,
