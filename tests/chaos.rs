@@ -26,8 +26,10 @@
 //! SLUICE_CHAOS_SERVICES (the `scripts/services` that runs the test bed; default this
 //! checkout's). `scripts/chaos` runs it at large sizes.
 //!
-//! The runs own the Kafka proxy's advertised port and restart shared services, so they run
-//! one at a time (the proxy's lock) and in this binary only.
+//! Both servers' runs go on at once (each on a thread and runtime of its own), sharing the
+//! Kafka proxy and the broker: a Kafka fault of either hits both pipelines, and the Kafka
+//! faults take turns. The test owns the proxy's advertised port and restarts shared services,
+//! so it runs alone (the proxy's lock) and in this binary only.
 
 mod support;
 
