@@ -338,6 +338,7 @@ mod tests {
                 rec.xa_prepared
                     .insert("x'01',x'',1".into(), "mysql-bin.000003:4".into());
                 rec.written_by = "operator".into();
+                rec.txn = 12;
             }
             if i == 2 {
                 use crate::snapshot::progress::{KeyValue, SnapshotProgress, TableProgress};

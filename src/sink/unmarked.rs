@@ -169,7 +169,9 @@ impl Held {
                     None => "a producer that is not this pipeline".to_string(),
                 },
                 format!(
-                    "only that producer's next transaction there ends it; if it hangs, end it                      with `kafka-transactions.sh --bootstrap-server {bootstrap} abort --topic                      {t} --partition {p} --start-offset {lso}`"
+                    "only that producer's next transaction there ends it; if it hangs, end it \
+                     with `kafka-transactions.sh --bootstrap-server {bootstrap} abort --topic \
+                     {t} --partition {p} --start-offset {lso}`"
                 ),
             ),
         };
