@@ -271,10 +271,12 @@ impl Rig<'_> {
 
     /// Does one fault of `kind`, then measures the recovery.
     pub async fn run(&mut self, kind: Kind) -> Fault {
+        let node_kill = matches!(kind, Kind::CoordinatorKill | Kind::LeaderKill);
         let turn = match kind {
             Kind::KafkaReset | Kind::KafkaBlackhole | Kind::EndTxnHold | Kind::KafkaRestart => {
                 Some(self.kafka_turn.clone().lock_owned().await)
             }
+            _ if node_kill => Some(self.kafka_turn.clone().lock_owned().await),
             _ => None,
         };
         let at = self.started.elapsed();
@@ -355,7 +357,9 @@ impl Rig<'_> {
             Kind::CoordinatorKill | Kind::LeaderKill => self.kill_node(kind).await,
         };
         let active = t0.elapsed();
-        drop(turn);
+        // A node kill keeps the turn until every replica is back in sync (below): two nodes
+        // out of sync at once would leave partitions below min.insync.replicas.
+        let turn = if node_kill { turn } else { None };
         let end = Instant::now();
         // Recovered = committed a source transaction written after the fault ended.
         let before = self.progress.changes.load(Ordering::Relaxed);
@@ -387,6 +391,7 @@ impl Rig<'_> {
                 Err(e) => note += &format!("; replicas not in sync: {e}"),
             }
         }
+        drop(turn);
         Fault {
             kind,
             at,
