@@ -110,6 +110,30 @@ fn kafka_checks(
     offsets_topic: &str,
     name: &str,
 ) -> (Vec<CheckItem>, Option<crate::position::SourcePosition>) {
+    let (mut items, committed) = kafka_check_items(kcfg, settings, offsets_topic, name);
+    all_transient_if_one_is(&mut items);
+    (items, committed)
+}
+
+/// A Kafka check that failed for a reason that may pass (a transport failure, a timeout)
+/// says the cluster is not answering reliably: the other Kafka problems of the same look may
+/// be its consequences (a restarting broker refuses a topic as `InvalidReplicationFactor`
+/// while it counts no live broker), so they are all retried and checked again. Seen in the
+/// chaos run: a sluice started during a broker restart stopped with exit 1.
+fn all_transient_if_one_is(items: &mut [CheckItem]) {
+    if items.iter().any(|i| i.problem.is_some() && i.transient) {
+        for i in items.iter_mut().filter(|i| i.problem.is_some()) {
+            i.transient = true;
+        }
+    }
+}
+
+fn kafka_check_items(
+    kcfg: &ClientConfig,
+    settings: &SinkSettings,
+    offsets_topic: &str,
+    name: &str,
+) -> (Vec<CheckItem>, Option<crate::position::SourcePosition>) {
     let mut items = Vec::new();
     let topics = match sink::topics::Topics::new(kcfg, settings.topics.clone()) {
         Ok(t) => t,
@@ -233,4 +257,42 @@ fn settings_bootstrap(c: &ClientConfig) -> String {
         "bootstrap.servers={}",
         c.get("bootstrap.servers").unwrap_or_default()
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::error::Error;
+
+    fn failed(name: &str, e: Error) -> CheckItem {
+        CheckItem::failed(name, "", &e)
+    }
+
+    #[test]
+    fn one_transient_kafka_problem_makes_them_all_transient() {
+        let mut items = vec![
+            CheckItem::ok("Kafka reachable", "bootstrap.servers=k:9092"),
+            failed(
+                "topics creatable",
+                Error::definite("InvalidReplicationFactor (Broker: Invalid replication factor)"),
+            ),
+            failed(
+                "schema history topic",
+                Error::transient("Kafka metadata request failed: BrokerTransportFailure"),
+            ),
+        ];
+        all_transient_if_one_is(&mut items);
+        assert!(items.iter().all(|i| i.problem.is_none() || i.transient));
+        assert!(!items[0].transient, "a check that passed stays as it was");
+    }
+
+    #[test]
+    fn definite_kafka_problems_alone_stay_definite() {
+        let mut items = vec![failed(
+            "topics creatable",
+            Error::definite("TopicAuthorizationFailed"),
+        )];
+        all_transient_if_one_is(&mut items);
+        assert!(!items[0].transient);
+    }
 }
