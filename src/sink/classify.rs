@@ -65,6 +65,35 @@ pub fn definite_hint(code: RDKafkaErrorCode) -> Option<&'static str> {
     })
 }
 
+/// Whether a consumer's error is one it recovers from by itself: a broker it cannot reach, a
+/// timed-out request, a partition leader or coordinator on the move. librdkafka keeps trying
+/// the other brokers and the new leader; a read that stopped at such an error would fail
+/// whenever one node of a cluster is down, although the others serve everything. A read
+/// keeps going past it until its own deadline.
+pub fn consumer_recovers(err: &KafkaError) -> bool {
+    let Some(code) = err.rdkafka_error_code() else {
+        return false;
+    };
+    matches!(
+        code,
+        RDKafkaErrorCode::BrokerTransportFailure
+            | RDKafkaErrorCode::AllBrokersDown
+            | RDKafkaErrorCode::Resolve
+            | RDKafkaErrorCode::OperationTimedOut
+            | RDKafkaErrorCode::RequestTimedOut
+            | RDKafkaErrorCode::NetworkException
+            | RDKafkaErrorCode::BrokerNotAvailable
+            | RDKafkaErrorCode::LeaderNotAvailable
+            | RDKafkaErrorCode::NotLeaderForPartition
+            | RDKafkaErrorCode::ReplicaNotAvailable
+            | RDKafkaErrorCode::NotCoordinator
+            | RDKafkaErrorCode::CoordinatorNotAvailable
+            | RDKafkaErrorCode::CoordinatorLoadInProgress
+            | RDKafkaErrorCode::FencedLeaderEpoch
+            | RDKafkaErrorCode::UnknownLeaderEpoch
+    )
+}
+
 /// Maps a Kafka error raised while doing `what` to a pipeline error.
 pub fn classify(what: &str, err: &KafkaError) -> Error {
     let msg = format!("Kafka {what} failed: {err}");
@@ -158,6 +187,34 @@ mod tests {
             assert_eq!(e.kind(), ErrorKind::Definite, "{code:?}");
             assert!(e.to_string().contains(needle), "{code:?}: {e}");
         }
+    }
+
+    #[test]
+    fn a_consumer_reads_on_past_an_unreachable_broker_but_not_past_a_refusal() {
+        for code in [
+            RDKafkaErrorCode::BrokerTransportFailure,
+            RDKafkaErrorCode::AllBrokersDown,
+            RDKafkaErrorCode::NotLeaderForPartition,
+            RDKafkaErrorCode::RequestTimedOut,
+        ] {
+            assert!(
+                consumer_recovers(&KafkaError::MessageConsumption(code)),
+                "{code:?}"
+            );
+            assert!(consumer_recovers(&KafkaError::Global(code)), "{code:?}");
+        }
+        for code in [
+            RDKafkaErrorCode::TopicAuthorizationFailed,
+            RDKafkaErrorCode::GroupAuthorizationFailed,
+            RDKafkaErrorCode::UnknownTopicOrPartition,
+            RDKafkaErrorCode::OffsetOutOfRange,
+        ] {
+            assert!(
+                !consumer_recovers(&KafkaError::MessageConsumption(code)),
+                "{code:?}"
+            );
+        }
+        assert!(!consumer_recovers(&KafkaError::Canceled));
     }
 
     #[test]

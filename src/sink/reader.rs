@@ -27,6 +27,7 @@ use rdkafka::error::{KafkaError, RDKafkaErrorCode};
 use rdkafka::message::Message;
 use rdkafka::{Offset, TopicPartitionList};
 
+use super::classify;
 use crate::error::{Error, Result};
 
 /// How far a read must get before its result is accepted.
@@ -144,6 +145,7 @@ pub fn read_committed_latest(
     // Tell the operator early that the read waits on a transaction; fail at the timeout.
     let warn_after = (timeout / 4).min(Duration::from_secs(5));
     let mut warned = false;
+    let mut last_error = None;
     loop {
         match reader.poll(Duration::from_millis(100)) {
             Some(Ok(msg)) => {
@@ -163,6 +165,9 @@ pub fn read_committed_latest(
                 return Ok(latest)
             }
             Some(Err(KafkaError::PartitionEOF(_))) | None => {}
+            // One broker of several unreachable, a leader moving: the consumer goes on with
+            // the others (the context has logged it); the deadline below still holds.
+            Some(Err(e)) if classify::consumer_recovers(&e) => last_error = Some(e),
             Some(Err(e)) => return Err(Error::transient(format!("reading `{topic}`: {e}"))),
         }
         let at = position(&reader, topic, 0);
@@ -173,7 +178,10 @@ pub fn read_committed_latest(
         if timed_out || (!warned && started.elapsed() >= warn_after) {
             let stuck = Stuck::diagnose(base, &reader, &probe, topic, at, high);
             if timed_out {
-                return Err(Error::transient(stuck.message(started.elapsed())));
+                return Err(Error::transient(with_last_error(
+                    stuck.message(started.elapsed()),
+                    last_error.as_ref(),
+                )));
             }
             if stuck.lso.is_some_and(|lso| lso < high && at >= lso) {
                 tracing::warn!(topic, lso = ?stuck.lso, high, "{}", stuck.message(started.elapsed()));
@@ -282,6 +290,14 @@ impl Stuck {
     }
 }
 
+/// A timed-out read's message, with the last error the consumer went on past, if any.
+fn with_last_error(message: String, last: Option<&KafkaError>) -> String {
+    match last {
+        Some(e) => format!("{message} (the last client error: {e})"),
+        None => message,
+    }
+}
+
 /// The key of the record at `offset` (read uncommitted), for naming who holds a transaction.
 fn key_at(probe: &BaseConsumer<ReaderContext>, topic: &str, offset: i64) -> Option<String> {
     let mut tpl = TopicPartitionList::new();
@@ -331,10 +347,12 @@ pub fn holds_committed_records(
         .assign(&tpl)
         .map_err(|e| Error::transient(format!("assigning topic `{topic}`: {e}")))?;
     let started = Instant::now();
+    let mut last_error = None;
     loop {
         match reader.poll(Duration::from_millis(100)) {
             Some(Ok(_)) => return Ok(true),
             Some(Err(KafkaError::PartitionEOF(_))) | None => {}
+            Some(Err(e)) if classify::consumer_recovers(&e) => last_error = Some(e),
             Some(Err(e)) => return Err(Error::transient(format!("reading `{topic}`: {e}"))),
         }
         if partitions
@@ -344,10 +362,13 @@ pub fn holds_committed_records(
             return Ok(false);
         }
         if started.elapsed() >= timeout {
-            return Err(Error::transient(format!(
-                "cannot tell within {} s whether `{topic}` holds committed records: a \
-                 transaction on it stays open (see `kafka-transactions.sh find-hanging`)",
-                timeout.as_secs()
+            return Err(Error::transient(with_last_error(
+                format!(
+                    "cannot tell within {} s whether `{topic}` holds committed records: a \
+                     transaction on it stays open (see `kafka-transactions.sh find-hanging`)",
+                    timeout.as_secs()
+                ),
+                last_error.as_ref(),
             )));
         }
     }
