@@ -104,6 +104,19 @@ impl Kind {
         }
     }
 
+    /// Whether doing it takes the Kafka turn (the Kafka side is shared by both runs).
+    pub fn takes_kafka_turn(self) -> bool {
+        matches!(
+            self,
+            Kind::KafkaReset
+                | Kind::KafkaBlackhole
+                | Kind::EndTxnHold
+                | Kind::KafkaRestart
+                | Kind::CoordinatorKill
+                | Kind::LeaderKill
+        )
+    }
+
     /// The kind of a name.
     pub fn parse(name: &str) -> Option<Kind> {
         Kind::ALL.into_iter().find(|k| k.name() == name)
@@ -119,7 +132,8 @@ impl Kind {
             Kind::SigStop => 8.0,
             Kind::KafkaRestart => 50.0,
             Kind::DbRestart => 18.0,
-            Kind::CoordinatorKill | Kind::LeaderKill => 40.0,
+            // The run's own part: the node is started again and caught up in the background.
+            Kind::CoordinatorKill | Kind::LeaderKill => 12.0,
         }
     }
 }
@@ -138,6 +152,9 @@ pub struct Fault {
     pub recovery: Option<Duration>,
     /// Details (durations, rates, what went wrong).
     pub note: String,
+    /// What went wrong with doing the fault itself (a node that did not start again), found
+    /// after the fault was reported; the run fails on it.
+    pub failure: Option<String>,
 }
 
 /// What the faults are done to.
@@ -169,6 +186,25 @@ pub struct Rig<'a> {
     pub progress: Arc<Progress>,
     /// The three-node cluster, when the run streams into it.
     pub cluster: Option<ClusterRig>,
+    /// Faults run so far (the index of the next one in the run's list).
+    pub ran: usize,
+    /// A killed node being started again in the background.
+    pub restarting: Option<NodeRestart>,
+    /// What finished restarts had to add to their fault: (fault index, note, failure).
+    pub late: Vec<(usize, String, Option<String>)>,
+}
+
+/// A killed cluster node started again on a thread of its own, which holds the Kafka turn
+/// until every replica is back in sync: the run's other faults go on meanwhile (as in
+/// production, the pipeline runs on two nodes while the third boots), and no other node is
+/// killed before the cluster is whole again.
+pub struct NodeRestart {
+    /// The node kill's index in the run's list of faults.
+    fault: usize,
+    /// The node's index in `ClusterRig::nodes`.
+    node: usize,
+    /// The thread: gives back the node's guard, a note and a failure.
+    thread: std::thread::JoinHandle<(ServiceGuard, String, Option<String>)>,
 }
 
 /// The cluster side of a run against the three-node cluster.
@@ -271,14 +307,19 @@ impl Rig<'_> {
 
     /// Does one fault of `kind`, then measures the recovery.
     pub async fn run(&mut self, kind: Kind) -> Fault {
+        let index = self.ran;
+        self.ran += 1;
+        self.settle_restart(false);
         let node_kill = matches!(kind, Kind::CoordinatorKill | Kind::LeaderKill);
-        let turn = match kind {
-            Kind::KafkaReset | Kind::KafkaBlackhole | Kind::EndTxnHold | Kind::KafkaRestart => {
-                Some(self.kafka_turn.clone().lock_owned().await)
-            }
-            _ if node_kill => Some(self.kafka_turn.clone().lock_owned().await),
-            _ => None,
+        let mut turn = if kind.takes_kafka_turn() {
+            Some(self.kafka_turn.clone().lock_owned().await)
+        } else {
+            None
         };
+        if node_kill {
+            // Holding the turn: this run's previous restart (if any) has let go of it.
+            self.settle_restart(true);
+        }
         let at = self.started.elapsed();
         let t0 = Instant::now();
         let exits_before = self.sluice.exits().len();
@@ -354,12 +395,16 @@ impl Rig<'_> {
                 blocking(|| guard.start()).unwrap_or_else(|e| panic!("{}: {e}", kind.name()));
                 format!("down {} ms", down.elapsed().as_millis())
             }
-            Kind::CoordinatorKill | Kind::LeaderKill => self.kill_node(kind).await,
+            Kind::CoordinatorKill | Kind::LeaderKill => {
+                let turn = turn.take().expect("a node kill holds the Kafka turn");
+                self.kill_node(kind, index, turn).await
+            }
         };
         let active = t0.elapsed();
-        // A node kill keeps the turn until every replica is back in sync (below): two nodes
-        // out of sync at once would leave partitions below min.insync.replicas.
-        let turn = if node_kill { turn } else { None };
+        // A node kill's turn went to its restart thread, which keeps it until every replica
+        // is back in sync: two nodes out of sync at once would leave partitions below
+        // min.insync.replicas. Any other Kafka fault is over.
+        drop(turn);
         let end = Instant::now();
         // Recovered = committed a source transaction written after the fault ended.
         let before = self.progress.changes.load(Ordering::Relaxed);
@@ -378,32 +423,66 @@ impl Rig<'_> {
                 note += &format!("; sluice {}: {}", e.how(), e.last_error);
             }
         }
-        let (recovery, mut note) = match waited {
+        let (recovery, note) = match waited {
             Ok(_) => (Some(end.elapsed()), note),
             Err(e) => (None, format!("{note}; STUCK: {e}")),
         };
-        if let (Some(c), Kind::CoordinatorKill | Kind::LeaderKill) = (&self.cluster, kind) {
-            // The next fault starts on a whole cluster: every replica back in sync.
-            let (bootstrap, topics) = (c.bootstrap.clone(), c.topics.clone());
-            match blocking(|| cluster::wait_in_sync(&bootstrap, &topics, Duration::from_secs(180)))
-            {
-                Ok(d) => note += &format!("; replicas in sync {} ms later", d.as_millis()),
-                Err(e) => note += &format!("; replicas not in sync: {e}"),
-            }
-        }
-        drop(turn);
         Fault {
             kind,
             at,
             active,
             recovery,
             note,
+            failure: None,
+        }
+    }
+
+    /// Collects this run's node restart if its thread has ended (or, with `wait`, once it
+    /// has): the node's guard back in its place, the note and failure into `late`.
+    pub fn settle_restart(&mut self, wait: bool) {
+        let finished = self
+            .restarting
+            .as_ref()
+            .is_some_and(|r| wait || r.thread.is_finished());
+        if !finished {
+            return;
+        }
+        let r = self.restarting.take().expect("checked above");
+        let (guard, note, failure) = blocking(|| r.thread.join()).unwrap_or_else(|_| {
+            (
+                ServiceGuard::new(cluster::NODES[r.node]),
+                String::new(),
+                Some("the node's restart thread panicked".into()),
+            )
+        });
+        if let Some(c) = self.cluster.as_mut() {
+            c.nodes[r.node] = guard;
+        }
+        self.late.push((r.fault, note, failure));
+    }
+
+    /// Waits for the last node restart and adds what the finished restarts found to their
+    /// faults in `done` (indexed as the run's list).
+    pub fn add_late_notes(&mut self, done: &mut [Fault], wait: bool) {
+        self.settle_restart(wait);
+        for (i, note, failure) in self.late.drain(..) {
+            if let Some(f) = done.get_mut(i) {
+                f.note += &note;
+                if failure.is_some() {
+                    f.failure = failure;
+                }
+            }
         }
     }
 
     /// SIGKILL of a cluster node (the coordinator, or a partition leader), started again
     /// after 2–5 s; the note says which node and whether sluice committed while it was down.
-    async fn kill_node(&mut self, kind: Kind) -> String {
+    async fn kill_node(
+        &mut self,
+        kind: Kind,
+        index: usize,
+        turn: tokio::sync::OwnedMutexGuard<()>,
+    ) -> String {
         let jitter = self.ms(0, 200);
         let down_for = self.ms(2000, 5000);
         let pick_topic = self.rng.random_range(0..usize::MAX);
@@ -454,7 +533,43 @@ impl Rig<'_> {
         let before = committed();
         tokio::time::sleep(down_for).await;
         let during = committed();
-        blocking(|| c.nodes[idx].start()).unwrap_or_else(|e| panic!("{}: {e}", kind.name()));
+        // Started again on a thread of its own, which keeps the turn until the cluster is
+        // whole again; the run measures the recovery meanwhile.
+        let mut guard = std::mem::replace(&mut c.nodes[idx], ServiceGuard::new(name));
+        let (bootstrap, topics) = (c.bootstrap.clone(), c.topics.clone());
+        let started_again = Instant::now();
+        let thread = std::thread::spawn(move || {
+            let out = match guard.start() {
+                Err(e) => (
+                    String::new(),
+                    Some(format!("{name} did not start again: {e}")),
+                ),
+                Ok(()) => {
+                    let up = started_again.elapsed();
+                    match cluster::wait_in_sync(&bootstrap, &topics, Duration::from_secs(180)) {
+                        Ok(d) => (
+                            format!(
+                                "; up again {} ms after its start, replicas in sync {} ms later",
+                                up.as_millis(),
+                                d.as_millis()
+                            ),
+                            None,
+                        ),
+                        Err(e) => (
+                            String::new(),
+                            Some(format!("{name}'s replicas not in sync: {e}")),
+                        ),
+                    }
+                }
+            };
+            drop(turn);
+            (guard, out.0, out.1)
+        });
+        self.restarting = Some(NodeRestart {
+            fault: index,
+            node: idx,
+            thread,
+        });
         let committed_while_down = match (&before, &during) {
             (Some(b), Some(d)) if b != d => "committed while it was down",
             (Some(_), Some(_)) => "no commit while it was down",
