@@ -213,18 +213,7 @@ async fn records_kafka_left_without_a_marker_follow_their_transaction() {
         return;
     };
     let bootstrap = cluster::bootstrap();
-    let brokers = cluster::brokers(&bootstrap).unwrap_or_default();
-    assert_eq!(
-        brokers.len(),
-        3,
-        "the three-node cluster is not up (`scripts/services up kafka-cluster`; scripts/test \
-         starts it): brokers {brokers:?}"
-    );
-    let p = Pipeline::new(flavor, "unmarked", "");
-    p.edit_config(
-        &format!("bootstrap_servers = \"{KAFKA}\""),
-        &format!("bootstrap_servers = \"{bootstrap}\"\ntransaction_timeout_ms = 20000"),
-    );
+    let p = cluster::pipeline(flavor, "unmarked", "\ntransaction_timeout_ms = 20000");
     let txn_id = format!("sluice-{}", p.name);
     let (mut c, mut child) = p
         .start_with(&[

@@ -42,6 +42,7 @@ use rdkafka::{Offset, TopicPartitionList};
 use serde::{Deserialize, Serialize};
 
 use crate::error::{Error, Result};
+use crate::sink::patient;
 use crate::sink::producer::SinkProducer;
 use crate::sink::SinkSettings;
 
@@ -112,12 +113,14 @@ pub fn decide_by_facts(f: &FenceFacts) -> Option<Verdict> {
 /// Commits this instance's claim of the pipeline (see [`claim`]) right after fencing; returns
 /// the offsets topic's end before it, where a later fence looks for newer claims.
 pub fn write(producer: &mut SinkProducer, s: &SinkSettings) -> Result<i64> {
-    let from = producer
-        .inner
-        .client()
-        .fetch_watermarks(&s.offsets_topic, 0, Duration::from_secs(10))
-        .map(|(_, high)| high)
-        .map_err(|e| Error::transient(format!("reading the end of `{}`: {e}", s.offsets_topic)))?;
+    let from = patient::watermarks(
+        producer.inner.client(),
+        &s.offsets_topic,
+        0,
+        patient::DEADLINE,
+    )
+    .map(|(_, high)| high)
+    .map_err(|e| Error::transient(format!("reading the end of `{}`: {e}", s.offsets_topic)))?;
     let record = ClaimRecord {
         pipeline: s.name.clone(),
         instance: instance_id().to_string(),
@@ -252,8 +255,7 @@ pub fn taken_over_since(
     from: i64,
 ) -> Result<Option<String>> {
     let consumer = claim_reader(base, topic, pipeline, from)?;
-    let (_, end) = consumer
-        .fetch_watermarks(topic, 0, Duration::from_secs(10))
+    let (_, end) = patient::watermarks(consumer.client(), topic, 0, patient::DEADLINE)
         .map_err(|e| Error::transient(format!("reading the end of `{topic}`: {e}")))?;
     if end <= from {
         return Ok(None);

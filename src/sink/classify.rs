@@ -65,13 +65,25 @@ pub fn definite_hint(code: RDKafkaErrorCode) -> Option<&'static str> {
     })
 }
 
+/// The librdkafka error code of `err`, also of an admin request's error (for which
+/// `KafkaError::rdkafka_error_code` gives none).
+pub fn code_of(err: &KafkaError) -> Option<RDKafkaErrorCode> {
+    match err {
+        KafkaError::AdminOp(code) => Some(*code),
+        other => other.rdkafka_error_code(),
+    }
+}
+
 /// Whether a consumer's error is one it recovers from by itself: a broker it cannot reach, a
-/// timed-out request, a partition leader or coordinator on the move. librdkafka keeps trying
+/// timed-out request, a partition leader or coordinator on the move (a leader whose high
+/// watermark is not caught up yet), a broker handle librdkafka replaced by the one the
+/// cluster's metadata named (`DestroyBroker`, seen on the bootstrap handles right after
+/// a client starts). librdkafka keeps trying
 /// the other brokers and the new leader; a read that stopped at such an error would fail
 /// whenever one node of a cluster is down, although the others serve everything. A read
 /// keeps going past it until its own deadline.
 pub fn consumer_recovers(err: &KafkaError) -> bool {
-    let Some(code) = err.rdkafka_error_code() else {
+    let Some(code) = code_of(err) else {
         return false;
     };
     matches!(
@@ -91,6 +103,8 @@ pub fn consumer_recovers(err: &KafkaError) -> bool {
             | RDKafkaErrorCode::CoordinatorLoadInProgress
             | RDKafkaErrorCode::FencedLeaderEpoch
             | RDKafkaErrorCode::UnknownLeaderEpoch
+            | RDKafkaErrorCode::OffsetNotAvailable
+            | RDKafkaErrorCode::DestroyBroker
     )
 }
 
@@ -196,12 +210,15 @@ mod tests {
             RDKafkaErrorCode::AllBrokersDown,
             RDKafkaErrorCode::NotLeaderForPartition,
             RDKafkaErrorCode::RequestTimedOut,
+            RDKafkaErrorCode::OffsetNotAvailable,
+            RDKafkaErrorCode::DestroyBroker,
         ] {
             assert!(
                 consumer_recovers(&KafkaError::MessageConsumption(code)),
                 "{code:?}"
             );
             assert!(consumer_recovers(&KafkaError::Global(code)), "{code:?}");
+            assert!(consumer_recovers(&KafkaError::AdminOp(code)), "{code:?}");
         }
         for code in [
             RDKafkaErrorCode::TopicAuthorizationFailed,

@@ -25,6 +25,7 @@ pub mod classify;
 mod counts;
 pub mod offsets;
 pub mod past;
+pub mod patient;
 pub mod producer;
 pub mod reader;
 pub mod schema_ids;

@@ -22,7 +22,7 @@ use rdkafka::config::ClientConfig;
 use rdkafka::consumer::Consumer;
 use regex::RegexSet;
 
-use super::reader;
+use super::{patient, reader};
 use crate::error::{Error, Result};
 
 /// At most this many non-empty topics are read to confirm committed records.
@@ -56,8 +56,7 @@ pub fn evidence(look: &Look) -> Result<Vec<String>> {
         ));
     }
     let probe = reader::consumer(&look.client, "sluice-past-reader", "read_uncommitted", "")?;
-    let md = probe
-        .fetch_metadata(None, Duration::from_secs(30))
+    let md = patient::retrying(patient::DEADLINE, |t| probe.fetch_metadata(None, t), || {})
         .map_err(|e| Error::transient(format!("Kafka metadata request failed: {e}")))?;
     let mut candidates: Vec<(String, Vec<i32>)> = md
         .topics()

@@ -27,7 +27,7 @@ use rdkafka::error::{KafkaError, RDKafkaErrorCode};
 use rdkafka::message::Message;
 use rdkafka::{Offset, TopicPartitionList};
 
-use super::classify;
+use super::{classify, patient};
 use crate::error::{Error, Result};
 
 /// How far a read must get before its result is accepted.
@@ -80,7 +80,7 @@ pub(crate) fn watermarks(
     topic: &str,
     partition: i32,
 ) -> Result<Option<(i64, i64)>> {
-    match c.fetch_watermarks(topic, partition, Duration::from_secs(10)) {
+    match patient::watermarks(c.client(), topic, partition, patient::DEADLINE) {
         Ok(w) => Ok(Some(w)),
         Err(e)
             if matches!(

@@ -13,6 +13,7 @@ use rdkafka::config::ClientConfig;
 use rdkafka::error::RDKafkaErrorCode;
 
 use crate::error::{Error, Result};
+use crate::sink::patient;
 
 /// How long an admin or metadata request waits when `[kafka.properties]` does not set
 /// `socket.timeout.ms`.
@@ -63,13 +64,15 @@ impl Topics {
 
     /// Partition count of `topic`, or `None` when it does not exist.
     pub fn partition_count(&self, topic: &str) -> Result<Option<usize>> {
-        let md = self
-            .admin
-            .inner()
-            .fetch_metadata(Some(topic), self.timeout)
-            .map_err(|e| {
-                Error::transient(format!("Kafka metadata request for `{topic}` failed: {e}"))
-            })?;
+        let client = self.admin.inner();
+        let md = patient::retrying(
+            self.timeout,
+            |t| client.fetch_metadata(Some(topic), t),
+            || {},
+        )
+        .map_err(|e| {
+            Error::transient(format!("Kafka metadata request for `{topic}` failed: {e}"))
+        })?;
         let Some(t) = md.topics().iter().find(|t| t.name() == topic) else {
             return Ok(None);
         };
@@ -233,9 +236,12 @@ impl Topics {
     }
 
     fn check_compacted(&self, topic: &str, setting: &str, what: &str) -> Result<()> {
-        let opts = AdminOptions::new().request_timeout(Some(self.timeout));
         let spec = ResourceSpecifier::Topic(topic);
-        let res = futures_executor::block_on(self.admin.describe_configs([&spec], &opts))
+        let describe = |t| {
+            let opts = AdminOptions::new().request_timeout(Some(t));
+            futures_executor::block_on(self.admin.describe_configs([&spec], &opts))
+        };
+        let res = patient::retrying(self.timeout, describe, || {})
             .map_err(|e| Error::transient(format!("describing topic `{topic}`: {e}")))?;
         let Some(Ok(resource)) = res.into_iter().next() else {
             return Err(Error::transient(format!(

@@ -51,7 +51,7 @@ use regex::RegexSet;
 
 use super::producer::SinkProducer;
 use super::reader::{self, ReaderContext};
-use super::txn;
+use super::{patient, txn};
 use crate::error::{Error, Result};
 
 /// The header naming the pipeline transaction a record belongs to: `<pipeline>:<txn>`
@@ -269,9 +269,8 @@ impl Lookers {
 /// Blocking.
 pub fn held_data_partitions(scope: &Scope) -> Result<Vec<Held>> {
     let lookers = Lookers::new(&scope.client)?;
-    let md = lookers
-        .uncommitted
-        .fetch_metadata(None, Duration::from_secs(30))
+    let probe = &lookers.uncommitted;
+    let md = patient::retrying(patient::DEADLINE, |t| probe.fetch_metadata(None, t), || {})
         .map_err(|e| Error::transient(format!("Kafka metadata request failed: {e}")))?;
     let mut held = Vec::new();
     for t in md.topics().iter().filter(|t| t.error().is_none()) {

@@ -82,6 +82,41 @@ pub fn metadata(bootstrap: &str, topic: &str) -> Result<Metadata, String> {
         .map_err(|e| format!("metadata of {topic}: {e}"))
 }
 
+/// A pipeline of `flavor` streaming into the cluster (`kafka_extra`, e.g. further `[kafka]`
+/// settings, follows its bootstrap line); fails at once, saying how to start it, when the
+/// cluster is not up.
+pub fn pipeline(
+    flavor: crate::support::Flavor,
+    tag: &str,
+    kafka_extra: &str,
+) -> crate::support::Pipeline {
+    let bootstrap = bootstrap();
+    let up = brokers(&bootstrap).unwrap_or_default();
+    assert_eq!(
+        up.len(),
+        NODES.len(),
+        "the three-node cluster is not up (`scripts/services up kafka-cluster`; scripts/test \
+         starts it): brokers {up:?}"
+    );
+    let p = crate::support::Pipeline::new(flavor, tag, "");
+    p.edit_config(
+        &format!("bootstrap_servers = \"{}\"", crate::support::KAFKA),
+        &format!("bootstrap_servers = \"{bootstrap}\"{kafka_extra}"),
+    );
+    p
+}
+
+/// The bootstrap list of the nodes other than `down`.
+pub fn bootstrap_without(down: i32) -> String {
+    ports()
+        .iter()
+        .zip(1..)
+        .filter(|(_, id)| *id != down)
+        .map(|(port, _)| format!("127.0.0.1:{port}"))
+        .collect::<Vec<_>>()
+        .join(",")
+}
+
 /// The brokers registered (and not fenced) in the cluster.
 pub fn brokers(bootstrap: &str) -> Result<Vec<i32>, String> {
     let md = client(bootstrap)?
