@@ -120,6 +120,18 @@ pub fn now_ms() -> u64 {
         .unwrap_or(0)
 }
 
+/// The pipeline's own committed offset record, read after fencing (up to the high watermark
+/// captured after `init_transactions`) from its offsets topic. Blocking.
+pub(crate) fn read_own_committed(s: &crate::sink::SinkSettings) -> Result<Option<OffsetRecord>> {
+    read_committed_offset(
+        &s.client,
+        &s.offsets_topic,
+        &s.name,
+        Until::CapturedHigh,
+        s.read_timeout,
+    )
+}
+
 /// Reads the last committed offset record of `pipeline` from `topic` with a `read_committed`
 /// consumer (see [`reader`] for what `until` means). Blocking: call it from a blocking thread;
 /// with [`Until::CapturedHigh`], after `init_transactions`.
@@ -193,13 +205,7 @@ pub fn set_offset(s: &crate::sink::SinkSettings, position: SourcePosition) -> Re
         .map_err(|e| classify::classify("begin_transaction", &e))?;
     // The sequence goes on from the committed record, so records Kafka left without a marker
     // are still told apart after an operator's change (see [`crate::sink::unmarked`]).
-    let previous = read_committed_offset(
-        &s.client,
-        &s.offsets_topic,
-        &s.name,
-        Until::CapturedHigh,
-        s.read_timeout,
-    )?;
+    let previous = read_own_committed(s)?;
     let committed_txn = previous.map_or(0, |p| p.txn);
     unmarked::settle_data_partitions(
         &producer,

@@ -68,12 +68,15 @@ pub fn watermarks<C: ClientContext>(
     retrying(
         deadline,
         |t| client.fetch_watermarks(topic, partition, t),
-        || {
-            // Refreshes librdkafka's view of the partition's leader; its own errors are
-            // those of the next try.
-            let _ = client.fetch_metadata(Some(topic), FIRST_TRY);
-        },
+        || refresh_metadata(client, topic),
     )
+}
+
+/// A fresh metadata request for `topic`: it updates librdkafka's view of the partition
+/// leaders and of the controller that admin requests go to. Its own errors are those of the
+/// next try, so they are not returned.
+pub fn refresh_metadata<C: ClientContext>(client: &Client<C>, topic: &str) {
+    let _ = client.fetch_metadata(Some(topic), FIRST_TRY);
 }
 
 #[cfg(test)]

@@ -29,13 +29,7 @@ pub(super) fn read(
     topics: &Topics,
     producer: &SinkProducer,
 ) -> Result<Committed> {
-    let offset = offsets::read_committed_offset(
-        &s.client,
-        &s.offsets_topic,
-        &s.name,
-        Until::CapturedHigh,
-        s.read_timeout,
-    )?;
+    let offset = offsets::read_own_committed(s)?;
     if offset.is_none() {
         if let Some(found) = find_shared(s, topics)? {
             move_over(s, producer, &found)?;

@@ -241,7 +241,10 @@ impl Topics {
             let opts = AdminOptions::new().request_timeout(Some(t));
             futures_executor::block_on(self.admin.describe_configs([&spec], &opts))
         };
-        let res = patient::retrying(self.timeout, describe, || {})
+        // An admin request goes to the controller the cached metadata names (in KRaft, any
+        // broker the cluster picks): after a failed try, fresh metadata names a live one.
+        let refresh = || patient::refresh_metadata(self.admin.inner(), topic);
+        let res = patient::retrying(self.timeout, describe, refresh)
             .map_err(|e| Error::transient(format!("describing topic `{topic}`: {e}")))?;
         let Some(Ok(resource)) = res.into_iter().next() else {
             return Err(Error::transient(format!(
