@@ -139,9 +139,9 @@ pub fn write(producer: &mut SinkProducer, s: &SinkSettings) -> Result<i64> {
         .inner
         .commit_transaction(producer.wait_limit)
         .map_err(|e| producer.classify("commit_transaction (claim)", &e))?;
-    // The claim's tag marks the claim's transaction only; the pipeline's first transaction
-    // sets its own.
-    producer.tag = None;
+    // The claim's tag stays until the first pipeline transaction sets its own: a migration
+    // from the shared topics (`state::read`) writes under it, so records of that transaction
+    // left without a marker are still told as this pipeline's (`unmarked`).
     tracing::info!(instance = instance_id(), topic = %s.offsets_topic, "claimed the pipeline");
     Ok(from)
 }

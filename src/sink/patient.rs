@@ -10,8 +10,10 @@
 //! OperationTimedOut" after 30 s, each followed by a full restart). Short tries, each after a
 //! fresh metadata request, reach the new leader as soon as the cluster has elected one.
 //!
-//! Only reads go through here, so a repeated try changes nothing. An error the client will not
-//! get past by itself (authorization, an unknown topic, …) ends the retries at once.
+//! Only requests whose repetition changes nothing go through here: reads, and topic creation
+//! (a try whose answer was lost leaves the topic there, and the next try's TopicAlreadyExists
+//! counts as done). An error the client will not get past by itself (authorization, an unknown
+//! topic, …) ends the retries at once.
 
 use std::time::{Duration, Instant};
 

@@ -122,10 +122,17 @@ impl Topics {
         for (k, v) in config {
             nt = nt.set(k, v);
         }
-        let opts = AdminOptions::new()
-            .operation_timeout(Some(self.timeout))
-            .validate_only(validate_only);
-        let res = futures_executor::block_on(self.admin.create_topics([&nt], &opts))
+        // Tried again like a read (see `patient`): a try whose answer was lost finds the
+        // topic there, and TopicAlreadyExists counts as done.
+        let create = |t| {
+            let opts = AdminOptions::new()
+                .request_timeout(Some(t))
+                .operation_timeout(Some(self.timeout))
+                .validate_only(validate_only);
+            futures_executor::block_on(self.admin.create_topics([&nt], &opts))
+        };
+        let refresh = || patient::refresh_metadata(self.admin.inner(), topic);
+        let res = patient::retrying(self.timeout, create, refresh)
             .map_err(|e| Error::transient(format!("creating topic `{topic}`: {e}")))?;
         for r in res {
             match r {
