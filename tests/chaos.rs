@@ -22,7 +22,8 @@
 //! Sizes (CI defaults): SLUICE_CHAOS_CHANGES (20000), SLUICE_CHAOS_FAULTS_PER_KIND (3),
 //! SLUICE_CHAOS_SEED (random, printed), SLUICE_CHAOS_KINDS (a subset, `kind[:count],...`),
 //! SLUICE_CHAOS_RATE (changes/s), SLUICE_CHAOS_OUT (a folder for the results),
-//! SLUICE_CHAOS_CLUSTER (1: the three-node cluster),
+//! SLUICE_CHAOS_CLUSTER (1: the three-node cluster), SLUICE_CHAOS_LANES (2: the Kafka kinds in
+//! a lane of their own, at the same time as the others),
 //! SLUICE_CHAOS_SERVICES (the `scripts/services` that runs the test bed; default this
 //! checkout's). `scripts/chaos` runs it at large sizes.
 //!
@@ -36,7 +37,8 @@ mod support;
 #[path = "support/chaos/mod.rs"]
 mod chaos;
 
-use std::sync::atomic::Ordering;
+use std::collections::VecDeque;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -189,74 +191,75 @@ async fn run_on_server(
         .run(),
     );
 
-    let mut rig = Rig {
-        flavor,
-        db: &dbproxy,
-        kafka: kproxy,
-        kafka_turn,
-        sluice: &sluice,
-        api_port,
-        broker: chaos::ServiceGuard::new("kafka"),
-        server: chaos::ServiceGuard::new(chaos::scratch_service(flavor)),
-        rng: rand::rngs::StdRng::seed_from_u64(sizes.seed ^ 0xfa17),
-        started,
-        recovery_deadline: Duration::from_secs(120),
-        progress: progress.clone(),
-        cluster: sizes.cluster.then(|| {
-            faults::ClusterRig::new(
-                format!("sluice-{name}"),
-                vec![
-                    format!("{db}.acct"),
-                    format!("{db}.ledger"),
-                    format!("{name}.offsets"),
-                ],
-            )
-        }),
-        ran: 0,
-        restarting: None,
-        late: Vec::new(),
+    // One lane, or two: the kinds that take the Kafka turn in a lane of their own.
+    let queues: Vec<VecDeque<Kind>> = if sizes.lanes == 2 {
+        let (kafka, rest): (Vec<Kind>, Vec<Kind>) =
+            schedule.iter().partition(|k| k.takes_kafka_turn());
+        vec![rest.into(), kafka.into()]
+    } else {
+        vec![schedule.iter().copied().collect()]
     };
-    let mut done: Vec<faults::Fault> = Vec::new();
-    let mut stuck = false;
-    let mut queue: std::collections::VecDeque<Kind> = schedule.iter().copied().collect();
-    while let Some(first) = queue.front().copied() {
-        let i = done.len();
-        rig.gap().await;
-        if work.is_finished() {
-            eprintln!("[{fname}] the workload ended early; faults stop");
-            break;
-        }
-        // While the other run (or this run's node restart) has the Kafka turn, a fault
-        // that needs no turn goes first: the same faults, less time spent waiting.
-        if first.takes_kafka_turn() && rig.kafka_turn.try_lock().is_err() {
-            if let Some(j) = queue.iter().position(|k| !k.takes_kafka_turn()) {
-                queue.swap(0, j);
-            }
-        }
-        let kind = queue.pop_front().expect("not empty");
-        let f = rig.run(kind).await;
-        eprintln!(
-            "[{fname}] fault {}/{} {:<15} at {:>6.1}s active {:>6} ms, recovery {} ms, changes {} {}",
-            i + 1,
-            schedule.len(),
-            kind.name(),
-            f.at.as_secs_f64(),
-            f.active.as_millis(),
-            f.recovery
-                .map(|d| d.as_millis().to_string())
-                .unwrap_or_else(|| "STUCK".into()),
-            progress.changes.load(Ordering::Relaxed),
-            f.note
-        );
-        stuck = f.recovery.is_none();
-        done.push(f);
-        rig.add_late_notes(&mut done, false);
-        if stuck {
-            break;
-        }
-    }
-    rig.add_late_notes(&mut done, true);
-    drop(rig);
+    let lane_count = queues.len();
+    let stop = AtomicBool::new(false);
+    let lanes: Vec<Vec<faults::Fault>> = tokio::task::block_in_place(|| {
+        std::thread::scope(|scope| {
+            let handles: Vec<_> = queues
+                .into_iter()
+                .enumerate()
+                .map(|(lane, queue)| {
+                    let rig = Rig {
+                        flavor,
+                        db: &dbproxy,
+                        kafka: kproxy,
+                        kafka_turn: kafka_turn.clone(),
+                        sluice: &sluice,
+                        api_port,
+                        broker: chaos::ServiceGuard::new("kafka"),
+                        server: chaos::ServiceGuard::new(chaos::scratch_service(flavor)),
+                        rng: rand::rngs::StdRng::seed_from_u64(sizes.seed ^ 0xfa17 ^ lane as u64),
+                        started,
+                        recovery_deadline: Duration::from_secs(120),
+                        progress: progress.clone(),
+                        cluster: (sizes.cluster && queue.iter().any(|k| k.takes_kafka_turn()))
+                            .then(|| {
+                                faults::ClusterRig::new(
+                                    format!("sluice-{name}"),
+                                    vec![
+                                        format!("{db}.acct"),
+                                        format!("{db}.ledger"),
+                                        format!("{name}.offsets"),
+                                    ],
+                                )
+                            }),
+                        ran: 0,
+                        restarting: None,
+                        late: Vec::new(),
+                    };
+                    let tag = if lane_count > 1 {
+                        format!("{fname} lane {}", lane + 1)
+                    } else {
+                        fname.to_string()
+                    };
+                    let (work, stop) = (&work, &stop);
+                    scope.spawn(move || {
+                        tokio::runtime::Builder::new_multi_thread()
+                            .worker_threads(2)
+                            .enable_all()
+                            .build()
+                            .expect("lane runtime")
+                            .block_on(run_lane(rig, queue, &tag, work, stop))
+                    })
+                })
+                .collect();
+            handles
+                .into_iter()
+                .map(|h| h.join().expect("a fault lane panicked"))
+                .collect()
+        })
+    });
+    let stuck = stop.load(Ordering::Relaxed);
+    let mut done: Vec<faults::Fault> = lanes.into_iter().flatten().collect();
+    done.sort_by_key(|f| f.at);
     if stuck {
         progress.abort.store(true, Ordering::Relaxed);
     }
@@ -414,6 +417,61 @@ async fn run_on_server(
         failures.join("\n- "),
         tail_of(&log, 40)
     );
+}
+
+/// One lane of faults, one after the other: until the queue is empty, the workload has
+/// ended, or a fault (of this lane or another, `stop`) found the pipeline stuck.
+async fn run_lane<T>(
+    mut rig: Rig<'_>,
+    mut queue: VecDeque<Kind>,
+    tag: &str,
+    work: &tokio::task::JoinHandle<T>,
+    stop: &AtomicBool,
+) -> Vec<faults::Fault> {
+    let total = queue.len();
+    let mut done: Vec<faults::Fault> = Vec::new();
+    while let Some(first) = queue.front().copied() {
+        let i = done.len();
+        rig.gap().await;
+        if stop.load(Ordering::Relaxed) {
+            break;
+        }
+        if work.is_finished() {
+            eprintln!("[{tag}] the workload ended early; faults stop");
+            break;
+        }
+        // While the other run (or this run's node restart) has the Kafka turn, a fault
+        // that needs no turn goes first: the same faults, less time spent waiting.
+        if first.takes_kafka_turn() && rig.kafka_turn.try_lock().is_err() {
+            if let Some(j) = queue.iter().position(|k| !k.takes_kafka_turn()) {
+                queue.swap(0, j);
+            }
+        }
+        let kind = queue.pop_front().expect("not empty");
+        let f = rig.run(kind).await;
+        eprintln!(
+            "[{tag}] fault {}/{} {:<15} at {:>6.1}s active {:>6} ms, recovery {} ms, changes {} {}",
+            i + 1,
+            total,
+            kind.name(),
+            f.at.as_secs_f64(),
+            f.active.as_millis(),
+            f.recovery
+                .map(|d| d.as_millis().to_string())
+                .unwrap_or_else(|| "STUCK".into()),
+            rig.progress.changes.load(Ordering::Relaxed),
+            f.note
+        );
+        let stuck = f.recovery.is_none();
+        done.push(f);
+        rig.add_late_notes(&mut done, false);
+        if stuck {
+            stop.store(true, Ordering::Relaxed);
+            break;
+        }
+    }
+    rig.add_late_notes(&mut done, true);
+    done
 }
 
 /// The oldest binlog file the server still has.

@@ -48,6 +48,11 @@ pub struct Sizes {
     pub rate: Option<f64>,
     /// `SLUICE_CHAOS_OUT`: a folder for the results (report JSON, checker summary, log).
     pub out: Option<PathBuf>,
+    /// `SLUICE_CHAOS_LANES` (1 or 2, default 1): with 2, the kinds that take the Kafka turn
+    /// (node kills, broker restarts, Kafka link faults) run in a lane of their own, at the
+    /// same time as the others; a fault of one lane then often overlaps one of the other, and
+    /// its recovery time is that of both.
+    pub lanes: usize,
 }
 
 fn env_parse<T: std::str::FromStr>(name: &str) -> Option<T> {
@@ -111,6 +116,10 @@ impl Sizes {
             cluster: on_cluster,
             rate: env_parse("SLUICE_CHAOS_RATE"),
             out: std::env::var_os("SLUICE_CHAOS_OUT").map(PathBuf::from),
+            lanes: match env_parse::<usize>("SLUICE_CHAOS_LANES").unwrap_or(1) {
+                n @ (1 | 2) => n,
+                n => panic!("SLUICE_CHAOS_LANES={n}: give 1 or 2"),
+            },
         }
     }
 }
