@@ -242,12 +242,7 @@ async fn run_on_server(
                     };
                     let (work, stop) = (&work, &stop);
                     scope.spawn(move || {
-                        tokio::runtime::Builder::new_multi_thread()
-                            .worker_threads(2)
-                            .enable_all()
-                            .build()
-                            .expect("lane runtime")
-                            .block_on(run_lane(rig, queue, &tag, work, stop))
+                        runtime("a fault lane").block_on(run_lane(rig, queue, &tag, work, stop))
                     })
                 })
                 .collect();
@@ -419,6 +414,15 @@ async fn run_on_server(
     );
 }
 
+/// A runtime of its own for a thread of the run (two workers: one may block in a wait).
+fn runtime(what: &str) -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap_or_else(|e| panic!("a runtime for {what}: {e}"))
+}
+
 /// One lane of faults, one after the other: until the queue is empty, the workload has
 /// ended, or a fault (of this lane or another, `stop`) found the pipeline stuck.
 async fn run_lane<T>(
@@ -501,12 +505,7 @@ fn exactly_once_under_faults() {
         for flavor in flavors() {
             let (kproxy, turn) = (&kproxy, turn.clone());
             scope.spawn(move || {
-                tokio::runtime::Builder::new_multi_thread()
-                    .worker_threads(2)
-                    .enable_all()
-                    .build()
-                    .expect("runtime")
-                    .block_on(run_on_server(flavor, kproxy, turn))
+                runtime("a server's run").block_on(run_on_server(flavor, kproxy, turn))
             });
         }
     });

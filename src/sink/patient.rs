@@ -1,5 +1,5 @@
-//! Kafka reads that outlast a node outage: watermarks, metadata and topic configs, tried in
-//! short tries until a deadline instead of in one long one.
+//! Kafka requests that outlast a node outage: watermarks, metadata, topic configs and topic
+//! creation, tried in short tries until a deadline instead of in one long one.
 //!
 //! A request librdkafka sends to a node that has just died waits on that node until its
 //! timeout: the cluster keeps naming the dead node as a partition's leader (or as the
