@@ -36,23 +36,6 @@ per_flavor!(
 /// Size of each blob row.
 const BLOB: usize = 150_000;
 
-/// Points the pipeline at `proxy`, in plaintext, as a user that can log in over plaintext.
-fn through(p: &Pipeline, proxy: &Proxy) {
-    let user = if p.flavor.mysql {
-        "sluice"
-    } else {
-        "sluice_plain"
-    };
-    p.edit_config(
-        &format!("mysql://sluice:sluice@127.0.0.1:{}\"", p.flavor.port),
-        &format!("mysql://{user}:sluice@127.0.0.1:{}\"", proxy.port()),
-    );
-    p.edit_config(
-        "heartbeat_ms = 1000",
-        "heartbeat_ms = 1000\nssl_mode = \"disabled\"",
-    );
-}
-
 fn snapshot_done(p: &Pipeline) -> bool {
     let (code, out) = p.command(&["offsets", "show"]);
     code == 0 && out.contains("\"snapshot\"") && !out.contains("\"done\": false")
@@ -115,7 +98,7 @@ async fn a_snapshot_completes_while_large_events_cross_a_slow_link(flavor: Flavo
     let upstream: SocketAddr = format!("127.0.0.1:{}", flavor.port).parse().unwrap();
     let proxy = Proxy::start(upstream);
     proxy.throttle(rate);
-    through(&p, &proxy);
+    p.through_proxy(proxy.port());
 
     // Large events are already flowing when sluice starts, and go on during the snapshot at
     // a quarter of the link (each takes ~40 ms to cross it, so reads are often mid-event when
@@ -269,7 +252,7 @@ async fn a_corrupted_event_stops_the_pipeline_before_it(flavor: Flavor) {
     let p = Pipeline::new(flavor, "corrupt", "");
     let upstream: SocketAddr = format!("127.0.0.1:{}", flavor.port).parse().unwrap();
     let proxy = Proxy::start(upstream);
-    through(&p, &proxy);
+    p.through_proxy(proxy.port());
     let (mut c, mut child) = p
         .start_with(&[("t", "(id INT PRIMARY KEY, v VARCHAR(2000) NOT NULL)")])
         .await;

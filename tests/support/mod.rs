@@ -290,6 +290,25 @@ format = "json"
         std::fs::write(&self.config, text.replace(from, to)).expect("config");
     }
 
+    /// Sends the pipeline's source connection through a proxy listening on `proxy_port`, in
+    /// plaintext (a proxy that throttles or corrupts bytes must see them): MySQL's `sluice`
+    /// user, MariaDB's `sluice_plain` (its `sluice` user requires TLS).
+    pub fn through_proxy(&self, proxy_port: u16) {
+        let user = if self.flavor.mysql {
+            "sluice"
+        } else {
+            "sluice_plain"
+        };
+        self.edit_config(
+            &format!("mysql://sluice:sluice@127.0.0.1:{}\"", self.flavor.port),
+            &format!("mysql://{user}:sluice@127.0.0.1:{proxy_port}\""),
+        );
+        self.edit_config(
+            "heartbeat_ms = 1000",
+            "heartbeat_ms = 1000\nssl_mode = \"disabled\"",
+        );
+    }
+
     /// Creates the pipeline's database and `tables` (`CREATE TABLE` bodies after the name,
     /// e.g. `("t", "(id INT PRIMARY KEY)")`), starts sluice and waits until it streams.
     pub async fn start_with(&self, tables: &[(&str, &str)]) -> (mysql_async::Conn, KillOnDrop) {
