@@ -358,8 +358,8 @@ impl Snapshotter {
                 && matches!(self.router.route(&db, &table), Ok(Some(_)));
             if !routed {
                 return Err(Rejected::Invalid(format!(
-                    "{db}.{table} is not captured by this pipeline (see `tables` in the \
-                     configuration): only captured tables can be snapshotted"
+                    "{db}.{table} is not captured by this pipeline (it must match \
+                     `source.include`, no `source.exclude` and a `[[route]]`)"
                 )));
             }
             if !names.contains(&(db.clone(), table.clone())) {

@@ -1716,22 +1716,22 @@ pub async fn run(
             Next::Command(Some(cmd)) => {
                 let Some(s) = snap.as_mut() else { continue };
                 let answer = s.accept(cmd.request);
-                if let Ok(a) = &answer {
-                    tracing::info!(id = %a.id, tables = ?a.tables, "ad-hoc snapshot accepted");
+                let Ok(a) = &answer else {
+                    let _ = cmd.reply.send(answer);
+                    continue;
+                };
+                tracing::info!(id = %a.id, tables = ?a.tables, "ad-hoc snapshot accepted");
+                // It commits with the next checkpoint: send one now, then answer (a dropped
+                // reply tells the caller the pipeline stopped).
+                let mut change =
+                    Change::Progress(asm.tracker().checkpoint(crate::sink::offsets::now_ms()));
+                s.observe(&mut change);
+                if send(&tx, change).await.is_err() {
+                    return Ok(());
                 }
-                let accepted = answer.is_ok();
                 let _ = cmd.reply.send(answer);
-                if accepted {
-                    // The request commits with the next checkpoint: send one now.
-                    let mut change =
-                        Change::Progress(asm.tracker().checkpoint(crate::sink::offsets::now_ms()));
-                    s.observe(&mut change);
-                    if send(&tx, change).await.is_err() {
-                        return Ok(());
-                    }
-                    if snapshot_step(&mut snap, &asm, &tx, &mut shutdown).await? == Flow::Stop {
-                        return Ok(());
-                    }
+                if snapshot_step(&mut snap, &asm, &tx, &mut shutdown).await? == Flow::Stop {
+                    return Ok(());
                 }
                 continue;
             }
