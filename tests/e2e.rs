@@ -499,10 +499,8 @@ async fn a_source_transaction_longer_than_the_kafka_timeout_is_a_clear_error(fla
     // however fast this machine and sluice are: at 2 MB/s its ~18 MB take ~9 s, and every
     // attempt gives up at 90% of the 1 s timeout. (Unthrottled, a replay from the server's
     // page cache wrote 300,000 rows in under a second on a 2-core machine.)
-    let upstream: std::net::SocketAddr = format!("127.0.0.1:{}", flavor.port).parse().unwrap();
-    let proxy = support::proxy::Proxy::start(upstream);
+    let proxy = p.source_proxy();
     proxy.throttle(env_usize("SLUICE_TEST_TIMEOUT_LINK_BYTES", 2_000_000) as u64);
-    p.through_proxy(proxy.port());
     let mut child = p.spawn();
     p.wait_started(Duration::from_secs(60));
     let n = env_usize("SLUICE_TEST_TIMEOUT_ROWS", 100_000);

@@ -18,14 +18,12 @@
 mod support;
 
 use std::collections::BTreeMap;
-use std::net::SocketAddr;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use mysql_async::prelude::*;
 use serde_json::Value as J;
-use support::proxy::Proxy;
 use support::*;
 
 per_flavor!(
@@ -95,10 +93,8 @@ async fn a_snapshot_completes_while_large_events_cross_a_slow_link(flavor: Flavo
         .await;
         lo = hi + 1;
     }
-    let upstream: SocketAddr = format!("127.0.0.1:{}", flavor.port).parse().unwrap();
-    let proxy = Proxy::start(upstream);
+    let proxy = p.source_proxy();
     proxy.throttle(rate);
-    p.through_proxy(proxy.port());
 
     // Large events are already flowing when sluice starts, and go on during the snapshot at
     // a quarter of the link (each takes ~40 ms to cross it, so reads are often mid-event when
@@ -250,9 +246,7 @@ async fn a_snapshot_completes_while_large_events_cross_a_slow_link(flavor: Flavo
 /// fault reads the event intact and delivers the rest exactly once.
 async fn a_corrupted_event_stops_the_pipeline_before_it(flavor: Flavor) {
     let p = Pipeline::new(flavor, "corrupt", "");
-    let upstream: SocketAddr = format!("127.0.0.1:{}", flavor.port).parse().unwrap();
-    let proxy = Proxy::start(upstream);
-    p.through_proxy(proxy.port());
+    let proxy = p.source_proxy();
     let (mut c, mut child) = p
         .start_with(&[("t", "(id INT PRIMARY KEY, v VARCHAR(2000) NOT NULL)")])
         .await;

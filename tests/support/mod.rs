@@ -290,6 +290,15 @@ format = "json"
         std::fs::write(&self.config, text.replace(from, to)).expect("config");
     }
 
+    /// Starts a fault proxy in front of the pipeline's database server and sends the
+    /// pipeline's source connection through it ([`Pipeline::through_proxy`]).
+    pub fn source_proxy(&self) -> proxy::Proxy {
+        let upstream = format!("127.0.0.1:{}", self.flavor.port).parse().unwrap();
+        let proxy = proxy::Proxy::start(upstream);
+        self.through_proxy(proxy.port());
+        proxy
+    }
+
     /// Sends the pipeline's source connection through a proxy listening on `proxy_port`, in
     /// plaintext (a proxy that throttles or corrupts bytes must see them): MySQL's `sluice`
     /// user, MariaDB's `sluice_plain` (its `sluice` user requires TLS).
