@@ -24,6 +24,7 @@ pub mod claim;
 pub mod classify;
 mod counts;
 pub mod offsets;
+mod order;
 pub mod past;
 pub mod patient;
 pub mod producer;
@@ -237,9 +238,8 @@ struct Sink {
     /// A source transaction is open: no commit may happen now.
     source_open: bool,
     meta: TxnMeta,
-    total_order: u64,
-    /// Rows written per `db.table` in the open source transaction (`data_collection_order`).
-    table_order: HashMap<String, u64>,
+    /// `total_order` and `data_collection_order` of the open source transaction.
+    order: order::TxnOrder,
     /// Latest source boundary reached and not yet committed, with its source time.
     pending: Option<Checkpoint>,
     last_commit: Instant,
@@ -348,8 +348,7 @@ impl Sink {
             kafka_records: 0,
             source_open: false,
             meta: TxnMeta::default(),
-            total_order: 0,
-            table_order: HashMap::new(),
+            order: order::TxnOrder::default(),
             pending: None,
             last_commit: Instant::now(),
             counts: counts::TxnCounts::default(),
@@ -439,8 +438,7 @@ impl Sink {
                 self.begin()?;
                 self.source_open = true;
                 self.meta = meta;
-                self.total_order = 0;
-                self.table_order.clear();
+                self.order.begin();
             }
             Change::Rows {
                 table,
@@ -512,18 +510,7 @@ impl Sink {
         let (mut written, mut dead, mut bytes) = (0u64, 0u64, 0u64);
         for (i, row) in rows.iter().enumerate() {
             self.records.clear();
-            self.total_order += 1;
-            let dc = match self.table_order.get_mut(table.label.as_str()) {
-                Some(n) => {
-                    *n += 1;
-                    *n
-                }
-                None => {
-                    self.table_order.insert(table.label.clone(), 1);
-                    1
-                }
-            };
-            let order = (self.total_order, dc);
+            let order = self.order.next(&table.label);
             let at = |e: Error| {
                 e.context(format!(
                     "writing {}.{} (binlog {}:{pos})",
