@@ -2,6 +2,8 @@
 //! MariaDB 10.11 and MySQL 9.7 (the servers' own rewrites included).
 
 use super::*;
+use crate::schema::tracked::{AlterOp, ColumnDef, ColumnPosition, Generated, TableDef, TableName};
+use crate::schema::ServerFlavor;
 
 const DB: Option<&str> = Some("shop");
 
