@@ -22,7 +22,6 @@ const LIMIT: usize = 800;
 /// Files over [`LIMIT`] today, with their production line count. This list only shrinks: a
 /// file may not grow past its count, and its entry goes once the file is split.
 const KNOWN_LARGE: &[(&str, usize)] = &[
-    ("src/config/mod.rs", 1422),
     ("src/snapshot/coordinator.rs", 872),
 ];
 
@@ -31,37 +30,39 @@ const KNOWN_LARGE: &[(&str, usize)] = &[
 const KNOWN_CYCLES: &[&[&str]] = &[
     &[
         "src/config/api.rs",
-        "src/config/env.rs",
         "src/config/limits.rs",
-        "src/config/mod.rs",
-        "src/config/route.rs",
+        "src/config/pipeline.rs",
         "src/config/schema_registry.rs",
         "src/config/shutdown.rs",
-        "src/config/topics.rs",
+        "src/config/snapshot.rs",
+        "src/config/source.rs",
+    ],
+    &[
+        "src/config/route.rs",
         "src/encode/avro/mod.rs",
         "src/encode/avro/schema.rs",
         "src/encode/change.rs",
         "src/encode/json.rs",
         "src/metrics.rs",
         "src/pipeline.rs",
-        "src/registry/mod.rs",
-        "src/shutdown.rs",
         "src/sink/claim.rs",
         "src/sink/counts.rs",
         "src/sink/mod.rs",
         "src/sink/offsets.rs",
-        "src/sink/producer.rs",
         "src/sink/schema_ids.rs",
         "src/sink/schema_write.rs",
         "src/sink/state.rs",
-        "src/sink/txn.rs",
-        "src/sink/unmarked.rs",
     ],
     &[
         "src/position/file_pos.rs",
         "src/position/mariadb_gtid.rs",
         "src/position/mod.rs",
         "src/position/mysql_gtid.rs",
+    ],
+    &[
+        "src/sink/producer.rs",
+        "src/sink/txn.rs",
+        "src/sink/unmarked.rs",
     ],
 ];
 

@@ -2,6 +2,7 @@
 //! environment overrides and redaction.
 
 use std::collections::BTreeSet;
+use std::time::Duration;
 
 use proptest::prelude::*;
 

@@ -1,0 +1,62 @@
+//! `[commit]`: when a transaction (events and binlog position) commits ([`CommitConfig`]):
+//! after `max_ms` or `max_events`, whichever comes first, and how often an idle pipeline
+//! records its progress; with the defaults of its settings.
+//!
+//! Invariant: `Default` and the defaults serde uses for a missing key are the same
+//! functions, so a section left out equals an empty one.
+
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+
+/// `[commit]`: when a transaction (events + binlog position) is committed: after
+/// `max_ms` or `max_events`, whichever comes first.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CommitConfig {
+    /// Upper bound on the time between the first event of a transaction and its commit,
+    /// in milliseconds, at least 1. Default: 100.
+    #[serde(default = "default_commit_max_ms")]
+    pub max_ms: u64,
+    /// Upper bound on the number of events in one transaction, at least 1.
+    /// Default: 10000.
+    #[serde(default = "default_commit_max_events")]
+    pub max_events: usize,
+    /// While the binlog brings no emitted events (idle server or filtered tables), an
+    /// offset-only transaction records progress at most this often, in milliseconds,
+    /// at least 1. Default: 10000.
+    #[serde(default = "default_idle_offset_ms")]
+    pub idle_offset_ms: u64,
+}
+
+impl Default for CommitConfig {
+    fn default() -> Self {
+        CommitConfig {
+            max_ms: default_commit_max_ms(),
+            max_events: default_commit_max_events(),
+            idle_offset_ms: default_idle_offset_ms(),
+        }
+    }
+}
+
+impl CommitConfig {
+    /// `max_ms` as a duration.
+    pub fn max_interval(&self) -> Duration {
+        Duration::from_millis(self.max_ms)
+    }
+
+    /// `idle_offset_ms` as a duration.
+    pub fn idle_offset_interval(&self) -> Duration {
+        Duration::from_millis(self.idle_offset_ms)
+    }
+}
+
+pub(super) fn default_commit_max_ms() -> u64 {
+    100
+}
+pub(super) fn default_commit_max_events() -> usize {
+    10_000
+}
+pub(super) fn default_idle_offset_ms() -> u64 {
+    10_000
+}

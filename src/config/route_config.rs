@@ -1,0 +1,107 @@
+//! `[[route]]` as written in the file: one route's settings ([`RouteConfig`]), its value
+//! encoding ([`Format`]) and what a change of a table's shape does on it ([`OnSchemaChange`]).
+//! `route` compiles the routes into a [`Router`](super::Router).
+//!
+//! Invariant: the TOML spellings (`as_str`) are the ones serde reads and writes; a setting
+//! left out takes the default documented on its field.
+
+use std::fmt;
+
+use serde::{Deserialize, Serialize};
+
+/// Encoding of message values.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Format {
+    /// `"json"`: one JSON document per change. The default.
+    #[default]
+    Json,
+    /// `"avro"`: Avro binary in the Confluent wire format (magic byte 0, 4-byte schema id),
+    /// schemas registered in `[schema_registry]` (whose `url` it requires).
+    Avro,
+}
+
+impl Format {
+    /// The TOML spelling.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Format::Json => "json",
+            Format::Avro => "avro",
+        }
+    }
+}
+
+impl fmt::Display for Format {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// What happens when an included table's shape changes (DDL), per route.
+///
+/// The names follow Flink CDC's `schema.change.behavior` and Debezium's practice.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum OnSchemaChange {
+    /// `"evolve"` (default): the schema-change record is written and the new shape is
+    /// registered (Avro) before the first record of that shape commits; a change the
+    /// registry refuses (incompatible under its compatibility rule) stops the pipeline with
+    /// the registry's answer, with nothing of the new shape committed.
+    #[default]
+    Evolve,
+    /// `"fail"`: any DDL that changes the shape of a table on this route stops the pipeline
+    /// before it is committed, naming the table, the statement and (Avro) the registry's
+    /// compatibility verdict. For operators who approve every change: set the route to
+    /// `"evolve"` and restart to let it through.
+    Fail,
+    /// `"dlq"`: like `"evolve"`, but rows whose new schema the registry refuses go to the
+    /// dead-letter topic (`kafka.dlq_topic`, JSON, headers naming the error) instead of
+    /// stopping the pipeline.
+    Dlq,
+}
+
+impl OnSchemaChange {
+    /// The TOML spelling.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            OnSchemaChange::Evolve => "evolve",
+            OnSchemaChange::Fail => "fail",
+            OnSchemaChange::Dlq => "dlq",
+        }
+    }
+}
+
+/// `[[route]]`: where the changes of the tables matching `match` go.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RouteConfig {
+    /// `match`: regex on `db.table` (whole-name match), required. Capture groups can be
+    /// used in `topic`.
+    #[serde(rename = "match")]
+    pub pattern: String,
+    /// Topic name template, required: legal topic characters `[a-zA-Z0-9._-]` plus
+    /// `$1`..`$9` / `${N}` (capture groups of `match`), `${db}` and `${table}`.
+    pub topic: String,
+    /// Value encoding: `"json"` or `"avro"` (needs `[schema_registry]`). Default: `"json"`.
+    #[serde(default)]
+    pub format: Format,
+    /// Columns forming the message key. Default: empty, meaning the primary key.
+    #[serde(default)]
+    pub key_columns: Vec<String>,
+    /// Whether each delete is followed by a tombstone (a null-value message with the same
+    /// key, so compaction can drop the row). Default: true.
+    #[serde(default = "default_true")]
+    pub tombstones: bool,
+    /// What a DDL changing the shape of a table on this route does: `"evolve"` (default),
+    /// `"fail"` or `"dlq"`; see [`OnSchemaChange`].
+    #[serde(default)]
+    pub on_schema_change: OnSchemaChange,
+    /// With `format = "avro"`: write ENUM columns as Avro `enum`s instead of strings (every
+    /// member must then be a valid Avro symbol). Default: false.
+    #[serde(default)]
+    pub avro_enums: bool,
+}
+
+fn default_true() -> bool {
+    true
+}
