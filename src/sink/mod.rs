@@ -34,6 +34,7 @@ mod schema_write;
 mod state;
 pub mod topics;
 pub mod txn;
+pub mod txn_tag;
 pub mod unmarked;
 
 use std::collections::HashMap;

@@ -75,7 +75,7 @@ pub struct SinkProducer {
     /// Once shutdown was requested, waiting for queue space or acknowledgements stops at the
     /// shutdown budget's `finish_by` ([`Error::Unfinished`]).
     pub stop: crate::shutdown::ShutdownClock,
-    /// The [`crate::sink::unmarked::TXN_HEADER`] value every record gets while it is set:
+    /// The [`crate::sink::txn_tag::TXN_HEADER`] value every record gets while it is set:
     /// `<pipeline>:<txn>` inside a pipeline transaction (exactly-once only).
     pub tag: Option<Vec<u8>>,
 }
@@ -125,7 +125,7 @@ impl SinkProducer {
         let header = self
             .tag
             .as_deref()
-            .map(|t| (crate::sink::unmarked::TXN_HEADER, t));
+            .map(|t| (crate::sink::txn_tag::TXN_HEADER, t));
         self.send_to(topic, None, key, value, header)
     }
 
