@@ -9,7 +9,7 @@ use std::cmp::Ordering;
 use std::fmt;
 use std::str::FromStr;
 
-use super::{parse_decimal, PositionError};
+use super::text::{parse_decimal, PositionError};
 
 /// A position inside the binary log: file name and byte offset within it.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]

@@ -11,7 +11,7 @@ use std::collections::BTreeMap;
 use std::fmt;
 use std::str::FromStr;
 
-use super::{parse_decimal, PositionError};
+use super::text::{parse_decimal, PositionError};
 
 /// One MariaDB GTID, printed `domain_id-server_id-seq_no` (e.g. `0-1-42`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -160,7 +160,7 @@ impl FromStr for GtidList {
     }
 }
 
-super::serde_via_str!(GtidList);
+super::text::serde_via_str!(GtidList);
 
 #[cfg(test)]
 pub(crate) mod tests {

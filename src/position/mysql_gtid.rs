@@ -17,10 +17,9 @@ use std::collections::BTreeMap;
 use std::fmt;
 use std::str::FromStr;
 
-use super::{parse_decimal, PositionError};
+use super::text::{parse_decimal, PositionError};
 
-/// Largest valid GTID number (MySQL's `GNO_END - 1`).
-pub const MAX_GNO: u64 = i64::MAX as u64 - 1;
+pub use super::text::MAX_GNO;
 
 /// A 16-byte server UUID (`server_uuid`), printed lowercase and hyphenated.
 #[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Default)]
@@ -427,7 +426,7 @@ impl PartialOrd for GtidSet {
     }
 }
 
-super::serde_via_str!(GtidSet);
+super::text::serde_via_str!(GtidSet);
 
 #[cfg(test)]
 pub(crate) mod tests {
