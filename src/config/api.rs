@@ -7,7 +7,7 @@ use std::net::SocketAddr;
 use serde::{Deserialize, Serialize, Serializer};
 
 use super::secret::{Secret, REDACTED};
-use super::{Config, Problem};
+use super::Problem;
 
 /// The default `api.listen`.
 pub const DEFAULT_LISTEN: &str = "127.0.0.1:8089";
@@ -88,8 +88,8 @@ pub fn is_valid_token(token: &str) -> bool {
     token.bytes().all(|b| b.is_ascii_graphic())
 }
 
-pub(super) fn validate(config: &Config, problems: &mut Vec<Problem>) {
-    let a = &config.api;
+/// Checks `[api]`.
+pub(super) fn validate(a: &ApiConfig, problems: &mut Vec<Problem>) {
     if a.listen_addr().is_none() {
         problems.push(Problem::new(
             "api.listen",

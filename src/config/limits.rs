@@ -4,7 +4,7 @@
 //! bytes the source → sink channel holds), `source.query_timeout_ms` (how long a query
 //! connection may stay silent) and `snapshot.chunk_max_bytes` (the bytes of one snapshot chunk).
 
-use super::{Config, Problem};
+use super::Problem;
 
 /// The default `source.max_event_bytes`: 1 GiB, the server's own `max_allowed_packet` ceiling.
 pub const DEFAULT_MAX_EVENT_BYTES: u64 = 1 << 30;
@@ -73,11 +73,24 @@ fn check_range(
     }
 }
 
-pub(super) fn validate(config: &Config, problems: &mut Vec<Problem>) {
+/// The values [`validate`] checks, each named by its setting.
+pub(super) struct Limits {
+    /// `source.max_event_bytes`.
+    pub max_event_bytes: u64,
+    /// `source.channel_max_bytes`.
+    pub channel_max_bytes: u64,
+    /// `source.query_timeout_ms`.
+    pub query_timeout_ms: u64,
+    /// `snapshot.chunk_max_bytes`.
+    pub chunk_max_bytes: u64,
+}
+
+/// Checks the limits of `source` and `snapshot`.
+pub(super) fn validate(limits: &Limits, problems: &mut Vec<Problem>) {
     check_range(
         problems,
         "source.max_event_bytes",
-        config.source.max_event_bytes,
+        limits.max_event_bytes,
         (MIN_MAX_EVENT_BYTES, MAX_MAX_EVENT_BYTES),
         DEFAULT_MAX_EVENT_BYTES,
         "bytes",
@@ -85,14 +98,14 @@ pub(super) fn validate(config: &Config, problems: &mut Vec<Problem>) {
     check_range(
         problems,
         "source.channel_max_bytes",
-        config.source.channel_max_bytes,
+        limits.channel_max_bytes,
         (MIN_CHANNEL_MAX_BYTES, MAX_CHANNEL_MAX_BYTES),
         DEFAULT_CHANNEL_MAX_BYTES,
         "bytes",
     );
     // 0 turns the timeout off; otherwise at least a second (a shorter one would cut off
     // ordinary queries on a busy server) and at most a day.
-    let t = config.source.query_timeout_ms;
+    let t = limits.query_timeout_ms;
     if t != 0 && !(1000..=86_400_000).contains(&t) {
         problems.push(Problem::new(
             "source.query_timeout_ms",
@@ -107,7 +120,7 @@ pub(super) fn validate(config: &Config, problems: &mut Vec<Problem>) {
     check_range(
         problems,
         "snapshot.chunk_max_bytes",
-        config.snapshot.chunk_max_bytes,
+        limits.chunk_max_bytes,
         (MIN_CHUNK_MAX_BYTES, MAX_CHUNK_MAX_BYTES),
         DEFAULT_CHUNK_MAX_BYTES,
         "bytes",

@@ -8,6 +8,7 @@
 //! file; it uses none of them.
 
 use std::fmt;
+use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
@@ -96,6 +97,13 @@ pub struct Config {
     /// 127.0.0.1:8089, no token, ready up to 60 s of lag).
     #[serde(default)]
     pub api: ApiConfig,
+}
+
+impl Config {
+    /// `shutdown_timeout_ms` as a duration.
+    pub fn shutdown_timeout(&self) -> Duration {
+        Duration::from_millis(self.shutdown_timeout_ms)
+    }
 }
 
 /// Whether `name` is a valid pipeline name: 1–100 characters from `[A-Za-z0-9._-]`.

@@ -10,7 +10,7 @@ use serde::{Deserialize, Serialize, Serializer};
 use url::Url;
 
 use super::secret::{redact_text, Secret, REDACTED};
-use super::{non_empty, Config, Format, Problem};
+use super::{non_empty, Problem};
 
 /// How the subject (the registry's name for a schema's version history) is derived for a
 /// key or value schema, as the Confluent serializers' `*.subject.name.strategy`.
@@ -178,13 +178,13 @@ const URL_EXAMPLES: &str = "an http:// or https:// URL of a Confluent-compatible
      API, e.g. \"http://127.0.0.1:8081\" (Confluent, Karapace) or \
      \"http://127.0.0.1:8080/apis/ccompat/v7\" (Apicurio)";
 
-/// Checks `[schema_registry]` against the rest of the configuration.
-pub(super) fn validate(config: &Config, problems: &mut Vec<Problem>) {
-    let r = &config.schema_registry;
-    let avro_route = config
-        .effective_routes()
-        .iter()
-        .position(|route| route.format == Format::Avro);
+/// Checks `[schema_registry]` against the rest of the configuration: `avro_route` is the
+/// index of the first route in force with `format = "avro"`.
+pub(super) fn validate(
+    r: &SchemaRegistryConfig,
+    avro_route: Option<usize>,
+    problems: &mut Vec<Problem>,
+) {
     let scheme = if r.is_configured() {
         check_url(r.url.trim(), problems)
     } else {

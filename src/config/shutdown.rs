@@ -5,9 +5,7 @@
 //! draining), not one Kafka call; a stuck commit is only the likeliest thing to wait on.
 //! See `crate::shutdown` for how the time is split and why giving up is safe.
 
-use std::time::Duration;
-
-use super::{Config, Problem};
+use super::Problem;
 
 /// The default `shutdown_timeout_ms`: 30 s. A process manager that sends SIGKILL a fixed
 /// time after SIGTERM (Kubernetes' `terminationGracePeriodSeconds`, 30 s by default;
@@ -25,15 +23,8 @@ pub(super) fn default_shutdown_timeout_ms() -> u64 {
     DEFAULT_SHUTDOWN_TIMEOUT_MS
 }
 
-impl Config {
-    /// `shutdown_timeout_ms` as a duration.
-    pub fn shutdown_timeout(&self) -> Duration {
-        Duration::from_millis(self.shutdown_timeout_ms)
-    }
-}
-
-pub(super) fn validate(config: &Config, problems: &mut Vec<Problem>) {
-    let v = config.shutdown_timeout_ms;
+/// Checks `shutdown_timeout_ms` (its value `v`).
+pub(super) fn validate(v: u64, problems: &mut Vec<Problem>) {
     if !(MIN_SHUTDOWN_TIMEOUT_MS..=MAX_SHUTDOWN_TIMEOUT_MS).contains(&v) {
         problems.push(Problem::new(
             "shutdown_timeout_ms",
@@ -47,6 +38,7 @@ pub(super) fn validate(config: &Config, problems: &mut Vec<Problem>) {
 
 #[cfg(test)]
 mod tests {
+    use super::super::Config;
     use super::*;
 
     const MINIMAL: &str = r#"

@@ -12,7 +12,8 @@ use super::commit::{default_commit_max_events, default_commit_max_ms, default_id
 use super::snapshot::{default_chunk_size, default_max_window_changes};
 use super::{api, limits, route, schema_registry, shutdown, topics};
 use super::{
-    is_valid_pipeline_name, reserved_property, Config, ConfigError, Problem, Router, SslMode,
+    is_valid_pipeline_name, reserved_property, Config, ConfigError, Format, Problem, Router,
+    SslMode,
 };
 
 /// URL query parameters other clients read for TLS; sluice takes TLS settings from
@@ -46,10 +47,20 @@ impl Config {
         self.validate_commit(&mut problems);
         self.validate_snapshot(&mut problems);
         self.validate_routes(&mut problems);
-        schema_registry::validate(self, &mut problems);
-        api::validate(self, &mut problems);
-        limits::validate(self, &mut problems);
-        shutdown::validate(self, &mut problems);
+        let avro_route = self
+            .effective_routes()
+            .iter()
+            .position(|route| route.format == Format::Avro);
+        schema_registry::validate(&self.schema_registry, avro_route, &mut problems);
+        api::validate(&self.api, &mut problems);
+        let limits = limits::Limits {
+            max_event_bytes: self.source.max_event_bytes,
+            channel_max_bytes: self.source.channel_max_bytes,
+            query_timeout_ms: self.source.query_timeout_ms,
+            chunk_max_bytes: self.snapshot.chunk_max_bytes,
+        };
+        limits::validate(&limits, &mut problems);
+        shutdown::validate(self.shutdown_timeout_ms, &mut problems);
         // Compiles every regex and topic template (pushes their problems). When the name
         // is invalid, the default route's template (derived from it) is too: not reported
         // twice.
