@@ -18,6 +18,7 @@ pub mod config;
 pub mod encode;
 pub mod error;
 pub mod metrics;
+pub mod model;
 pub mod ops;
 pub mod pipeline;
 pub mod position;

@@ -451,7 +451,7 @@ impl Metrics {
         self.transactions.with_label_values(&["committed"]).inc();
         self.commit_duration.observe(c.duration.as_secs_f64());
         self.transaction_events.observe(c.records as f64);
-        let now_ms = crate::sink::offsets::now_ms();
+        let now_ms = crate::model::clock::now_ms();
         self.last_commit.set(now_ms as f64 / 1000.0);
         if c.source_ts_ms > 0 {
             self.committed_ts_ms
@@ -561,7 +561,7 @@ impl Metrics {
             st.last_error = Some(LastError {
                 kind: kind.to_string(),
                 message: message.to_string(),
-                at_ms: crate::sink::offsets::now_ms(),
+                at_ms: crate::model::clock::now_ms(),
             });
         }
     }
@@ -592,7 +592,7 @@ impl Metrics {
         if ts == 0 {
             return 0.0;
         }
-        crate::sink::offsets::now_ms().saturating_sub(ts) as f64 / 1000.0
+        crate::model::clock::now_ms().saturating_sub(ts) as f64 / 1000.0
     }
 
     /// The Prometheus text exposition of every metric.
@@ -890,7 +890,7 @@ mod tests {
             bytes: 600,
             duration: Duration::from_millis(12),
             position: &pos,
-            source_ts_ms: crate::sink::offsets::now_ms() - 2_000,
+            source_ts_ms: crate::model::clock::now_ms() - 2_000,
             snapshot: None,
         };
         m.committed(&stats);

@@ -683,7 +683,7 @@ async fn pause_and_resume_need_the_token() {
 async fn readiness_follows_the_pipeline_state() {
     let api = start("127.0.0.1:0", None).await;
     let m = crate::metrics::global();
-    let now = crate::sink::offsets::now_ms();
+    let now = crate::model::clock::now_ms();
     m.resumed_from(None, now);
 
     m.set_state("starting");
@@ -724,7 +724,7 @@ async fn readiness_follows_the_pipeline_state() {
         "{v}"
     );
     assert!(v["lag_seconds"].as_f64().unwrap() >= 3600.0, "{v}");
-    m.resumed_from(None, crate::sink::offsets::now_ms());
+    m.resumed_from(None, crate::model::clock::now_ms());
     assert_eq!(api.checked("GET", "/readyz", None, None).await.0, 200);
 
     m.set_state("paused");

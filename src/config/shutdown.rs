@@ -38,6 +38,8 @@ pub(super) fn validate(v: u64, problems: &mut Vec<Problem>) {
 
 #[cfg(test)]
 mod tests {
+    use std::time::Duration;
+
     use super::super::Config;
     use super::*;
 

@@ -11,8 +11,9 @@
 //! part (how a key and an envelope are written) is an [`EnvelopeWriter`]; [`encode_change`]
 //! is the one place that decides which records a change becomes, so formats cannot drift.
 
-use crate::pipeline::{TableCtx, TxnMeta};
-use crate::source::rows::{RowImage, RowsKind};
+use crate::encode::table_ctx::TableCtx;
+use crate::model::TxnMeta;
+use crate::model::{RowImage, RowsKind};
 use crate::value::Value;
 
 /// One Kafka record: key and value bytes (`None` = null).
@@ -95,7 +96,7 @@ pub fn encode_change<W: EnvelopeWriter>(
     rp: RowPos,
     out: &mut Vec<Record>,
 ) -> Result<(), W::Error> {
-    let ts_ms = crate::sink::offsets::now_ms();
+    let ts_ms = crate::model::clock::now_ms();
     match kind {
         RowsKind::Insert | RowsKind::Read => {
             let after = row.after.as_deref();

@@ -17,8 +17,9 @@ use std::io::Write;
 use crate::encode::change::{encode_change, EnvelopeWriter};
 pub use crate::encode::change::{Op, Record, RowPos};
 use crate::encode::json_value::{write_json_string, write_json_value};
-use crate::pipeline::{TableCtx, TxnMeta};
-use crate::source::rows::{RowImage, RowsKind};
+use crate::encode::table_ctx::TableCtx;
+use crate::model::TxnMeta;
+use crate::model::{RowImage, RowsKind};
 use crate::value::Value;
 
 /// Encodes row changes to Debezium-compatible JSON.

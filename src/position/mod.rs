@@ -16,7 +16,7 @@ pub use file_pos::FilePos;
 pub use mariadb_gtid::{GtidList, MariadbGtid};
 pub use mysql_gtid::{Gtid, GtidSet, Uuid16, MAX_GNO};
 pub use text::PositionError;
-pub(crate) use text::{parse_decimal, serde_via_str};
+pub(crate) use text::serde_via_str;
 
 use std::cmp::Ordering;
 use std::fmt;

@@ -39,6 +39,15 @@ pub enum ServerFlavor {
     MariaDb,
 }
 
+impl From<crate::model::Flavor> for ServerFlavor {
+    fn from(flavor: crate::model::Flavor) -> Self {
+        match flavor {
+            crate::model::Flavor::MySql => ServerFlavor::MySql,
+            crate::model::Flavor::MariaDb => ServerFlavor::MariaDb,
+        }
+    }
+}
+
 impl TableSchema {
     /// Column indexes of the primary key, in key order (empty: no primary key).
     pub fn key_columns(&self) -> &[usize] {

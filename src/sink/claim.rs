@@ -124,7 +124,7 @@ pub fn write(producer: &mut SinkProducer, s: &SinkSettings) -> Result<i64> {
     let record = ClaimRecord {
         pipeline: s.name.clone(),
         instance: instance_id().to_string(),
-        claimed_at_ms: crate::sink::offsets::now_ms(),
+        claimed_at_ms: crate::model::clock::now_ms(),
     };
     let value = serde_json::to_vec(&record).unwrap_or_default();
     let key = claim_key(&s.name);

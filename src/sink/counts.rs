@@ -48,8 +48,8 @@ impl TxnCounts {
 }
 
 /// The `op` label of a rows event.
-pub(super) fn op_label(kind: crate::source::rows::RowsKind) -> &'static str {
-    use crate::source::rows::RowsKind;
+pub(super) fn op_label(kind: crate::model::RowsKind) -> &'static str {
+    use crate::model::RowsKind;
     match kind {
         RowsKind::Insert => "c",
         RowsKind::Update => "u",
@@ -71,7 +71,7 @@ pub(super) fn dead_letter(topic: &str, reason: &str, rec: &Record) -> Vec<u8> {
         "reason": reason,
         "key_base64": b64(&rec.key),
         "value_base64": b64(&rec.value),
-        "ts_ms": super::offsets::now_ms(),
+        "ts_ms": crate::model::clock::now_ms(),
     })
     .to_string()
     .into_bytes()

@@ -31,6 +31,8 @@ pub mod producer;
 pub mod reader;
 pub mod schema_ids;
 mod schema_write;
+mod settings;
+mod shape;
 mod state;
 pub mod topics;
 pub mod txn;
@@ -42,7 +44,6 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use rdkafka::config::ClientConfig;
 use rdkafka::producer::Producer;
 use tokio::sync::oneshot;
 
@@ -56,60 +57,13 @@ use crate::pipeline::{Change, Checkpoint, TableCtx, TxnMeta};
 use crate::registry::{BlockingRegistry, Registry};
 use offsets::OffsetRecord;
 use producer::SinkProducer;
-use topics::{TopicSettings, Topics};
+use topics::Topics;
 
 pub use offsets::set_offset;
-pub use schema_write::{describe_shape_change, history_key};
-
-/// Everything the sink needs from the configuration.
-#[derive(Debug, Clone)]
-pub struct SinkSettings {
-    /// Pipeline name: offset record key.
-    pub name: String,
-    /// `transactional.id`.
-    pub transactional_id: String,
-    /// Exactly-once or at-least-once.
-    pub delivery: Delivery,
-    /// Compacted single-partition offsets topic.
-    pub offsets_topic: String,
-    /// The shared offsets topic to move this pipeline's committed offset from, once, when its
-    /// own topic holds none (`None` when `kafka.offsets_topic` is set).
-    pub shared_offsets_topic: Option<String>,
-    /// The shared schema-history topic moved from with it (`None` when
-    /// `kafka.schema_history_topic` is set).
-    pub shared_history_topic: Option<String>,
-    /// How long reading the committed state may wait for a foreign open transaction.
-    pub read_timeout: Duration,
-    /// One record per DDL on an included table (single partition, in binlog order).
-    pub schema_changes_topic: String,
-    /// Compacted single-partition topic of each included table's latest shape.
-    pub schema_history_topic: String,
-    /// Commit at most this long after a Kafka transaction's first record.
-    pub commit_max_ms: u64,
-    /// Commit once a Kafka transaction holds this many records (at a source boundary).
-    pub commit_max_events: usize,
-    /// At most this often an offset-only transaction records progress through idle binlog.
-    pub idle_offset_ms: u64,
-    /// `transaction.timeout.ms`.
-    pub transaction_timeout_ms: u64,
-    /// `queue.buffering.max.kbytes`.
-    pub max_buffer_kbytes: u64,
-    /// librdkafka client config (bootstrap servers and passthrough properties).
-    pub client: ClientConfig,
-    /// For topics sluice creates.
-    pub topics: TopicSettings,
-    /// The Schema Registry of Avro routes (`None` when no route uses Avro).
-    pub registry: Option<crate::config::SchemaRegistryConfig>,
-    /// Dead-letter topic of routes with `on_schema_change = "dlq"`.
-    pub dlq_topic: String,
-    /// Names the routes can expand to (the data topics), for [`hanging`].
-    pub data_topic_patterns: regex::RegexSet,
-    /// `kafka.bootstrap_servers`, for the commands an error advises.
-    pub bootstrap: String,
-    /// When shutdown was requested: bounds the sink's waits on Kafka once it was (see
-    /// [`crate::shutdown`]).
-    pub shutdown: crate::shutdown::ShutdownClock,
-}
+pub use settings::SinkSettings;
+pub(crate) use settings::unmarked_scope;
+pub use shape::{describe_shape_change, history_key};
+pub use state::{Committed, HistoryEntry};
 
 /// Counters the sink keeps; shared with whoever reports them.
 #[derive(Debug, Default)]
@@ -131,20 +85,6 @@ pub struct SinkStats {
     /// in how many attempts in a row ([`txn::too_long`]).
     pub too_long: std::sync::Mutex<Option<(String, u32)>>,
 }
-
-/// What the sink read after fencing: the committed offset and the schema history that was
-/// committed with it (same transactions, so they agree).
-#[derive(Debug, Default)]
-pub struct Committed {
-    /// The committed offset record, if the pipeline ever committed one.
-    pub offset: Option<OffsetRecord>,
-    /// Each included table's latest committed shape: `(db, table)` → the JSON written by
-    /// the source (a tracked table definition).
-    pub history: Vec<HistoryEntry>,
-}
-
-/// One table's committed shape: `(db, table)` and the JSON the source wrote.
-pub type HistoryEntry = ((String, String), Vec<u8>);
 
 /// A running sink: its thread, and the committed state it read after fencing.
 pub struct SinkHandle {
@@ -492,8 +432,8 @@ impl Sink {
     fn write_rows(
         &mut self,
         table: &Arc<TableCtx>,
-        kind: crate::source::rows::RowsKind,
-        rows: &[crate::source::rows::RowImage],
+        kind: crate::model::RowsKind,
+        rows: &[crate::model::RowImage],
         pos: u64,
     ) -> Result<()> {
         self.topics.ensure_data_topic(&table.route.topic)?;
@@ -758,16 +698,5 @@ impl Sink {
             metrics::global().read_position(&cp.position);
             self.read_reported = Instant::now();
         }
-    }
-}
-
-/// Where [`unmarked`] looks for held partitions: the data topics and the pipeline's further
-/// topics, not its offsets and history topics (those have their own readers).
-pub(crate) fn unmarked_scope(s: &SinkSettings) -> unmarked::Scope {
-    unmarked::Scope {
-        client: s.client.clone(),
-        patterns: s.data_topic_patterns.clone(),
-        own_topics: vec![s.schema_changes_topic.clone(), s.dlq_topic.clone()],
-        skip: vec![s.offsets_topic.clone(), s.schema_history_topic.clone()],
     }
 }

@@ -112,13 +112,7 @@ impl OffsetRecord {
     }
 }
 
-/// Milliseconds since the Unix epoch.
-pub fn now_ms() -> u64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_millis() as u64)
-        .unwrap_or(0)
-}
+pub use crate::model::clock::now_ms;
 
 /// The pipeline's own committed offset record, read after fencing (up to the high watermark
 /// captured after `init_transactions`) from its offsets topic. Blocking.

@@ -18,9 +18,23 @@ use super::offsets::{self, OffsetRecord};
 use super::producer::SinkProducer;
 use super::reader::{self, Until};
 use super::topics::Topics;
-use super::{classify, Committed, HistoryEntry, SinkSettings};
+use super::{classify, SinkSettings};
 use crate::config::Delivery;
 use crate::error::Result;
+
+/// What the sink read after fencing: the committed offset and the schema history that was
+/// committed with it (same transactions, so they agree).
+#[derive(Debug, Default)]
+pub struct Committed {
+    /// The committed offset record, if the pipeline ever committed one.
+    pub offset: Option<OffsetRecord>,
+    /// Each included table's latest committed shape: `(db, table)` → the JSON written by
+    /// the source (a tracked table definition).
+    pub history: Vec<HistoryEntry>,
+}
+
+/// One table's committed shape: `(db, table)` and the JSON the source wrote.
+pub type HistoryEntry = ((String, String), Vec<u8>);
 
 /// Reads the committed offset and history of the pipeline (after `init_transactions`), moving
 /// them out of the shared topics first when that is due.
@@ -115,7 +129,7 @@ fn find_shared(s: &SinkSettings, topics: &Topics) -> Result<Option<Shared>> {
     // Written now by this instance (a claim check must not take it for another writer's).
     offset.written_by = "migration".into();
     offset.instance = super::claim::instance_id().to_string();
-    offset.committed_at_ms = offsets::now_ms();
+    offset.committed_at_ms = crate::model::clock::now_ms();
     let history_topic = s
         .shared_history_topic
         .clone()

@@ -613,10 +613,7 @@ impl Reader {
         db: &str,
         table: &str,
     ) -> Result<std::result::Result<TableInfo, String>> {
-        let flavor = match self.flavor {
-            Flavor::MySql => ServerFlavor::MySql,
-            Flavor::MariaDb => ServerFlavor::MariaDb,
-        };
+        let flavor = ServerFlavor::from(self.flavor);
         let schema = match load_table_schema(&mut self.conn, db, table, flavor).await {
             Ok(s) => s,
             Err(e) if e.kind() == crate::error::ErrorKind::Transient => {

@@ -14,7 +14,8 @@ use std::collections::HashSet;
 use std::sync::Arc;
 
 use super::chunk::key_bytes;
-use crate::pipeline::{TableCtx, TxnMeta};
+use crate::encode::table_ctx::TableCtx;
+use crate::model::TxnMeta;
 use crate::position::{FilePos, Gtid, GtidSet};
 use crate::value::Value;
 

@@ -125,7 +125,7 @@ pub async fn watch(connect: ConnectOptions) {
             Ok((expire, oldest)) => {
                 let m = metrics::global();
                 let (file, ts) = m.committed_file_and_ts();
-                let h = headroom(expire, file, oldest, ts, crate::sink::offsets::now_ms());
+                let h = headroom(expire, file, oldest, ts, crate::model::clock::now_ms());
                 m.retention(expire, h);
             }
             Err(e) => {

@@ -219,7 +219,7 @@ pub async fn plan_snapshot(
         "snapshot planned"
     );
     Ok(SnapshotProgress {
-        started_ms: crate::sink::offsets::now_ms(),
+        started_ms: crate::model::clock::now_ms(),
         then_stop,
         tables,
         finished_tables: 0,

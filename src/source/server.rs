@@ -11,26 +11,8 @@ use mysql_async::{ClientIdentity, Conn, OptsBuilder, SslOpts};
 use crate::config::secret::SourceUrl;
 use crate::config::{SourceConfig, SslMode};
 use crate::error::{mysql_error, Error, Result};
+pub use crate::model::flavor::Flavor;
 use crate::position::{FilePos, GtidList, GtidSet};
-
-/// Which server family the source is; the binlog protocols differ.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Flavor {
-    /// Oracle MySQL (5.7, 8.x, 9.x).
-    MySql,
-    /// MariaDB.
-    MariaDb,
-}
-
-impl Flavor {
-    /// The envelope's `source.connector` value.
-    pub fn connector(self) -> &'static str {
-        match self {
-            Flavor::MySql => "mysql",
-            Flavor::MariaDb => "mariadb",
-        }
-    }
-}
 
 /// What sluice needs to know about the source server.
 #[derive(Debug, Clone)]

@@ -38,9 +38,10 @@ use schema::{ColPlan, Enc};
 use crate::encode::change::{encode_change, EnvelopeWriter, Op, Record, RowPos};
 use crate::encode::json_value::days_from_civil;
 use crate::error::{Error, Result};
-use crate::pipeline::{TableCtx, TxnMeta};
+use crate::encode::table_ctx::TableCtx;
+use crate::model::TxnMeta;
 use crate::schema::{charset_kind, decode_text, CharsetKind};
-use crate::source::rows::{RowImage, RowsKind};
+use crate::model::{RowImage, RowsKind};
 use crate::value::Value;
 
 /// Registry ids of a table's schemas.

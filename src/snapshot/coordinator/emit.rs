@@ -12,7 +12,7 @@ use super::{Slot, Snapshotter, State};
 use crate::error::{Error, Result};
 use crate::pipeline::{route_key_idx, Change, TableCtx, TxnMeta};
 use crate::schema::TableSchema;
-use crate::source::rows::{RowImage, RowsKind};
+use crate::model::{RowImage, RowsKind};
 use crate::source::stream::Tracker;
 
 /// Rows per `Change::Rows` of an emitted chunk.
@@ -70,7 +70,7 @@ impl Snapshotter {
             (t.db.clone(), t.table.clone())
         };
         let ctx = self.context(&db, &table, &ready.schema)?;
-        let now_ms = crate::sink::offsets::now_ms();
+        let now_ms = crate::model::clock::now_ms();
         let emitted = rows.len();
         let mut began = false;
         if let Some(ctx) = ctx.filter(|_| !rows.is_empty()) {

@@ -144,7 +144,7 @@ impl Snapshotter {
         inbox: Option<Inbox>,
     ) -> Self {
         let progress = progress.unwrap_or(SnapshotProgress {
-            started_ms: crate::sink::offsets::now_ms(),
+            started_ms: crate::model::clock::now_ms(),
             then_stop: false,
             tables: Vec::new(),
             finished_tables: 0,

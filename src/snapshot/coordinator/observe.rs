@@ -13,7 +13,7 @@ use super::{Plan, Snapshotter, State};
 use crate::pipeline::Change;
 use crate::snapshot::signal::parse_signal;
 use crate::snapshot::window::Place;
-use crate::source::rows::RowsKind;
+use crate::model::RowsKind;
 
 impl Snapshotter {
     /// Looks at a change on its way to the sink: row changes of a table with chunks in flight

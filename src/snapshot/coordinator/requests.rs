@@ -102,7 +102,7 @@ impl Snapshotter {
                 self.requests_made += 1;
                 format!(
                     "snapshot-{}-{}",
-                    crate::sink::offsets::now_ms(),
+                    crate::model::clock::now_ms(),
                     self.requests_made
                 )
             }
@@ -124,7 +124,7 @@ impl Snapshotter {
             self.progress.finished_rows = 0;
             self.progress.finished_requests.clear();
             self.plans.clear();
-            self.progress.started_ms = crate::sink::offsets::now_ms();
+            self.progress.started_ms = crate::model::clock::now_ms();
         }
         for (db, table) in &names {
             let mut t = TableProgress::new(db, table, 0);

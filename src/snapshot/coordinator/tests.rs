@@ -8,7 +8,7 @@ use crate::position::FilePos;
 use crate::schema::{Column, ColumnKind};
 use crate::snapshot::adhoc::{AdhocRequest, Rejected};
 use crate::snapshot::reader::{ChunkRead, Read, ReadOutcome, ReadRequest};
-use crate::source::rows::{RowImage, RowsKind};
+use crate::model::{RowImage, RowsKind};
 use crate::source::server::Flavor;
 use crate::source::stream::Tracker;
 

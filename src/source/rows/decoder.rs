@@ -14,16 +14,8 @@ use super::error::RowsError;
 use super::header::RowsEventHeader;
 use super::plan::RowDecoder;
 use super::read::{length_prefix, take};
+use crate::model::row::RowImage;
 use crate::value::Value;
-
-/// One decoded row change.
-#[derive(Debug, Clone, PartialEq)]
-pub struct RowImage {
-    /// Before image (UPDATE, DELETE); one value per table column.
-    pub before: Option<Vec<Value>>,
-    /// After image (INSERT, UPDATE); one value per table column.
-    pub after: Option<Vec<Value>>,
-}
 
 /// Columns-present bitmap expanded for one event.
 struct Present {

@@ -16,6 +16,7 @@ use std::borrow::Cow;
 use std::io::Read;
 
 use super::error::RowsError;
+pub use crate::model::row::RowsKind;
 
 /// `STMT_END_F`: the last rows event of a statement.
 pub const STMT_END_F: u16 = 0x0001;
@@ -23,19 +24,6 @@ pub const STMT_END_F: u16 = 0x0001;
 /// Largest decompressed MariaDB rows payload accepted (MariaDB's own limit is
 /// `max_allowed_packet`, at most 1 GiB).
 const MAX_UNCOMPRESSED: u64 = 1 << 30;
-
-/// What a rows event does.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum RowsKind {
-    /// WRITE_ROWS: after images only.
-    Insert,
-    /// UPDATE_ROWS / PARTIAL_UPDATE_ROWS: before and after images.
-    Update,
-    /// DELETE_ROWS: before images only.
-    Delete,
-    /// A row read by a snapshot (`op = "r"`): after images only; never from the binlog.
-    Read,
-}
 
 /// A rows event split into its parts; borrows the event body unless the rows data
 /// had to be decompressed.

@@ -54,7 +54,7 @@ mod temporal;
 #[cfg(test)]
 mod tests;
 
-pub use self::decoder::RowImage;
+pub use crate::model::row::RowImage;
 pub use self::error::RowsError;
 pub use self::header::{is_rows_event, parse_rows_event, RowsEventHeader, RowsKind, STMT_END_F};
 #[cfg(test)]

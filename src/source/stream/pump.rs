@@ -125,7 +125,7 @@ pub async fn run(
                 record: None,
                 history,
             }),
-            Change::Progress(asm.tracker().checkpoint(crate::sink::offsets::now_ms())),
+            Change::Progress(asm.tracker().checkpoint(crate::model::clock::now_ms())),
         ];
         for mut change in seed {
             if let Some(s) = snap.as_mut() {
@@ -172,7 +172,7 @@ pub async fn run(
                 // It commits with the next checkpoint: send one now, then answer (a dropped
                 // reply tells the caller the pipeline stopped).
                 let mut change =
-                    Change::Progress(asm.tracker().checkpoint(crate::sink::offsets::now_ms()));
+                    Change::Progress(asm.tracker().checkpoint(crate::model::clock::now_ms()));
                 s.observe(&mut change);
                 if send(&tx, change).await.is_err() {
                     return Ok(());

@@ -19,7 +19,6 @@ use crate::schema::tracked::{
     AlterOp, ChangeKind, ChangeSource, SchemaChangeRecord, TableDef, TableName,
 };
 use crate::schema::ServerFlavor;
-use crate::source::server::Flavor;
 
 use super::Assembler;
 
@@ -71,10 +70,7 @@ impl Assembler {
                 _ => None,
             })
             .unwrap_or_default();
-        let flavor = match self.flavor {
-            Flavor::MySql => ServerFlavor::MySql,
-            Flavor::MariaDb => ServerFlavor::MariaDb,
-        };
+        let flavor = ServerFlavor::from(self.flavor);
         let changes = match parse_ddl_with(default_db, text, mode, flavor) {
             DdlParse::NotDdl => return Ok(()),
             DdlParse::Changes(c) => c,

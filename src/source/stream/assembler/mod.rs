@@ -22,7 +22,8 @@ use std::time::Instant;
 use crate::config::route::Router;
 #[cfg(doc)]
 use crate::pipeline::Change;
-use crate::pipeline::{TableCtx, TxnMeta};
+use crate::encode::table_ctx::TableCtx;
+use crate::model::TxnMeta;
 use crate::position::{FilePos, Uuid16};
 use crate::schema::tracked::TableDef;
 use crate::source::rows::{RowDecoder, RowImage};

@@ -16,7 +16,6 @@ use crate::pipeline::{Change, SchemaEvent, TableCtx};
 use crate::schema::tracked::TableDef;
 use crate::schema::{SchemaError, ServerFlavor, TableSchema};
 use crate::source::rows::RowDecoder;
-use crate::source::server::Flavor;
 
 use super::{Assembler, TableEntry};
 
@@ -98,10 +97,7 @@ impl Assembler {
         table: &str,
         start_pos: u64,
     ) -> Result<(TableSchema, Option<TableDef>)> {
-        let flavor = match self.flavor {
-            Flavor::MySql => ServerFlavor::MySql,
-            Flavor::MariaDb => ServerFlavor::MariaDb,
-        };
+        let flavor = ServerFlavor::from(self.flavor);
         let key = (db.to_string(), table.to_string());
         match TableSchema::from_table_map_with_flavor(tme, flavor) {
             Ok(schema) => {

@@ -149,7 +149,7 @@ impl Assembler {
         }
         if force || self.last_progress.elapsed() >= PROGRESS_EVERY {
             out.push(Change::Progress(
-                self.tracker.checkpoint(crate::sink::offsets::now_ms()),
+                self.tracker.checkpoint(crate::model::clock::now_ms()),
             ));
             self.last_progress = Instant::now();
             self.progress_dirty = false;

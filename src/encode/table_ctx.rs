@@ -1,0 +1,104 @@
+//! A table as the encoders and the sink see it ([`TableCtx`]): its schema, its route and what
+//! is derived from them once per table version (key columns, escaped JSON field names, the
+//! Avro plan); and [`route_key_idx`], the key columns a route gives a table.
+
+use std::sync::Arc;
+
+use crate::config::route::RouteTarget;
+use crate::config::Format;
+use crate::encode::avro::AvroTable;
+use crate::error::Result;
+use crate::schema::TableSchema;
+
+/// A table as the sink sees it: its schema and where its changes go.
+#[derive(Debug)]
+pub struct TableCtx {
+    /// `db.table`, the `table` label of the metrics.
+    pub label: String,
+    /// Columns, types and primary key.
+    pub schema: Arc<TableSchema>,
+    /// Topic, format, key columns and tombstone setting.
+    pub route: RouteTarget,
+    /// Indexes of the key columns (the primary key or the route's `key_columns`); empty for
+    /// tables without either, whose records get a null key.
+    pub key_idx: Vec<usize>,
+    /// Each column's name as an escaped JSON object key with its colon (`"name":`), computed
+    /// once per table version so the encoder does not escape names per row.
+    pub json_names: Vec<String>,
+    /// Avro schemas and writing plan, derived once per table version when the route's format
+    /// is Avro.
+    pub avro: Option<Arc<AvroTable>>,
+}
+
+impl TableCtx {
+    /// Builds the context: precomputes the JSON field names and, for Avro routes, derives the
+    /// Avro schemas. Errors are definite (a table shape the Avro schema cannot express).
+    pub fn new(schema: Arc<TableSchema>, route: RouteTarget, key_idx: Vec<usize>) -> Result<Self> {
+        let json_names = schema
+            .columns
+            .iter()
+            .map(|c| {
+                let mut out = Vec::with_capacity(c.name.len() + 3);
+                crate::encode::json_value::write_json_string(&mut out, &c.name);
+                out.push(b':');
+                String::from_utf8_lossy(&out).into_owned()
+            })
+            .collect();
+        let avro = match route.format {
+            Format::Avro => Some(Arc::new(AvroTable::new(
+                &schema,
+                &key_idx,
+                &route.topic,
+                route.avro,
+            )?)),
+            Format::Json => None,
+        };
+        let label = format!("{}.{}", schema.db, schema.table);
+        // A table first seen while streaming (created after the start): its series exist from
+        // its first table map, before any of its records commit.
+        crate::metrics::global().register_tables([label.as_str()]);
+        Ok(TableCtx {
+            label,
+            schema,
+            route,
+            key_idx,
+            json_names,
+            avro,
+        })
+    }
+}
+
+/// The key columns of a table's records: the route's `key_columns` when given, else the
+/// primary key. A named column the table lacks is a definite error.
+pub fn route_key_idx(
+    schema: &crate::schema::TableSchema,
+    target: &crate::config::route::RouteTarget,
+) -> crate::error::Result<Vec<usize>> {
+    if target.key_columns.is_empty() {
+        return Ok(schema.primary_key.clone());
+    }
+    target
+        .key_columns
+        .iter()
+        .map(|name| {
+            schema
+                .columns
+                .iter()
+                .position(|c| &c.name == name)
+                .ok_or_else(|| {
+                    crate::error::Error::definite(format!(
+                        "route for {}.{} names key column `{name}` which the table does not \
+                         have (columns: {}); fix `key_columns`",
+                        schema.db,
+                        schema.table,
+                        schema
+                            .columns
+                            .iter()
+                            .map(|c| c.name.as_str())
+                            .collect::<Vec<_>>()
+                            .join(", ")
+                    ))
+                })
+        })
+        .collect()
+}
