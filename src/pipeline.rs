@@ -11,7 +11,7 @@
 use std::sync::Arc;
 
 pub use crate::encode::table_ctx::{route_key_idx, TableCtx};
-pub use crate::model::{Checkpoint, SchemaEvent, TxnMeta};
+pub use crate::model::{Checkpoint, HistoryUpdate, SchemaEvent, TxnMeta};
 use crate::model::{RowImage, RowsKind};
 
 /// Capacity of the source → sink channel, in messages (one rows event or boundary each). The
@@ -75,7 +75,7 @@ impl Change {
                     + e.record.as_ref().map_or(0, Vec::len)
                     + e.history
                         .iter()
-                        .map(|(d, t, b)| d.len() + t.len() + b.as_ref().map_or(0, Vec::len))
+                        .map(|h| h.db.len() + h.table.len() + h.shape.as_ref().map_or(0, Vec::len))
                         .sum::<usize>()
             }
             Change::Begin(m) => m.gtid.as_ref().map_or(0, String::len),

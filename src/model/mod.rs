@@ -10,4 +10,4 @@ pub mod txn;
 
 pub use flavor::Flavor;
 pub use row::{RowImage, RowsKind};
-pub use txn::{Checkpoint, SchemaEvent, TxnMeta};
+pub use txn::{Checkpoint, HistoryUpdate, SchemaEvent, TxnMeta};

@@ -62,7 +62,18 @@ pub struct SchemaEvent {
     /// history-only update (a table's first known shape, written without a DDL: the
     /// definitions read at `start = "latest"`, or a table map seen for the first time).
     pub record: Option<Vec<u8>>,
-    /// Schema-history updates, each `(db, table, new shape)`: `None` removes the table's entry
-    /// (dropped, or renamed away).
-    pub history: Vec<(String, String, Option<Vec<u8>>)>,
+    /// Schema-history updates, each a table's new shape (a tracked definition as JSON).
+    pub history: Vec<HistoryUpdate<Vec<u8>>>,
+}
+
+/// One schema-history update: `db.table`'s new shape, or `None` to remove the table's entry
+/// (dropped, or renamed away). `S` is the shape: a tracked definition, or its JSON.
+#[derive(Debug, Clone, PartialEq)]
+pub struct HistoryUpdate<S> {
+    /// Database of the table.
+    pub db: String,
+    /// Table name.
+    pub table: String,
+    /// The new shape; `None` removes the entry.
+    pub shape: Option<S>,
 }

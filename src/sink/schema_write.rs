@@ -130,7 +130,8 @@ impl Sink {
                 .map_err(at)?;
             self.kafka_records += 1;
         }
-        for (db, table, shape) in &ev.history {
+        for h in &ev.history {
+            let (db, table, shape) = (&h.db, &h.table, &h.shape);
             let hkey = history_key(&self.s.name, db, table);
             self.producer
                 .send(

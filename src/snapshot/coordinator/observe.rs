@@ -69,7 +69,7 @@ impl Snapshotter {
                 let touched: Vec<(String, String)> = ev
                     .history
                     .iter()
-                    .map(|(d, t, _)| (d.clone(), t.clone()))
+                    .map(|h| (h.db.clone(), h.table.clone()))
                     .chain([(ev.db.clone(), ev.table.clone())])
                     .collect();
                 for (i, plan) in self.plans.iter_mut().enumerate() {

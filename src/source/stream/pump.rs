@@ -13,7 +13,7 @@ use std::time::Duration;
 use tokio::sync::{mpsc, watch};
 
 use crate::error::{mysql_error, Error, Result};
-use crate::pipeline::{Change, ChangeSender, SchemaEvent};
+use crate::pipeline::{Change, ChangeSender, HistoryUpdate, SchemaEvent};
 use crate::schema::tracked::TableDef;
 use crate::snapshot::coordinator::Snapshotter;
 use crate::source::binlog_errors;
@@ -113,7 +113,11 @@ pub async fn run(
             .iter()
             .map(|d| {
                 serde_json::to_vec(d)
-                    .map(|b| (d.db.clone(), d.table.clone(), Some(b)))
+                    .map(|b| HistoryUpdate {
+                        db: d.db.clone(),
+                        table: d.table.clone(),
+                        shape: Some(b),
+                    })
                     .map_err(|e| Error::definite(format!("encoding a table definition: {e}")))
             })
             .collect::<Result<Vec<_>>>()?;

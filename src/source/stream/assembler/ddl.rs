@@ -13,6 +13,7 @@ use mysql_common::binlog::events::{QueryEvent, StatusVarVal};
 use crate::config::route::RouteTarget;
 use crate::config::OnSchemaChange;
 use crate::error::{Error, Result};
+use crate::model::HistoryUpdate;
 use crate::pipeline::{Change, SchemaEvent};
 use crate::schema::ddl::{parse_ddl_with, DdlChange, DdlParse, SqlMode};
 use crate::schema::tracked::{
@@ -22,16 +23,21 @@ use crate::schema::ServerFlavor;
 
 use super::Assembler;
 
-/// One schema change found in a DDL statement: kind, db, table (the new name), the shape
-/// before and after, and the schema-history updates `(db, table, shape or None)`.
-type DdlEvent = (
-    ChangeKind,
-    String,
-    String,
-    Option<TableDef>,
-    Option<TableDef>,
-    Vec<(String, String, Option<TableDef>)>,
-);
+/// One schema change found in a DDL statement.
+struct DdlEvent {
+    /// What the statement did to the table.
+    kind: ChangeKind,
+    /// Database of the table.
+    db: String,
+    /// Table name (the new name after a rename).
+    table: String,
+    /// The shape before the statement.
+    before: Option<TableDef>,
+    /// The shape after it.
+    after: Option<TableDef>,
+    /// The schema-history updates it makes.
+    history: Vec<HistoryUpdate<TableDef>>,
+}
 
 impl Assembler {
     /// Whether `db.table` is captured and routed.
@@ -104,7 +110,7 @@ impl Assembler {
                 let (d, t) = (&ctx.schema.db, &ctx.schema.table);
                 if events
                     .iter()
-                    .any(|e| e.5.iter().any(|(hd, ht, _)| hd == d && ht == t))
+                    .any(|e| e.history.iter().any(|h| h.db == *d && h.table == *t))
                 {
                     entry.history = None;
                 }
@@ -121,7 +127,15 @@ impl Assembler {
             out.push(Change::Begin(txn.meta.clone()));
         }
         let meta = txn.meta.clone();
-        for (kind, db, table, before, after, history) in events {
+        for DdlEvent {
+            kind,
+            db,
+            table,
+            before,
+            after,
+            history,
+        } in events
+        {
             let record = SchemaChangeRecord {
                 source: ChangeSource {
                     file: meta.file.to_string(),
@@ -141,10 +155,10 @@ impl Assembler {
                 .map_err(|e| Error::definite(format!("encoding a schema-change record: {e}")))?;
             let history = history
                 .into_iter()
-                .map(|(db, table, def)| {
-                    let bytes = def.map(|d| serde_json::to_vec(&d)).transpose();
+                .map(|HistoryUpdate { db, table, shape }| {
+                    let bytes = shape.map(|d| serde_json::to_vec(&d)).transpose();
                     bytes
-                        .map(|b| (db, table, b))
+                        .map(|shape| HistoryUpdate { db, table, shape })
                         .map_err(|e| Error::definite(format!("encoding a table definition: {e}")))
                 })
                 .collect::<Result<Vec<_>>>()?;
@@ -183,14 +197,18 @@ impl Assembler {
                 }
                 let before = self.defs.insert(key(&table), def.clone());
                 self.lost.remove(&key(&table));
-                events.push((
-                    ChangeKind::Create,
-                    table.db.clone(),
-                    table.table.clone(),
+                events.push(DdlEvent {
+                    kind: ChangeKind::Create,
+                    db: table.db.clone(),
+                    table: table.table.clone(),
                     before,
-                    Some(def.clone()),
-                    vec![(table.db, table.table, Some(def))],
-                ));
+                    after: Some(def.clone()),
+                    history: vec![HistoryUpdate {
+                            db: table.db,
+                            table: table.table,
+                            shape: Some(def),
+                        }],
+                });
             }
             DdlChange::CreateTableLike {
                 table,
@@ -212,14 +230,18 @@ impl Assembler {
                     Some(d) => self.defs.insert(key(&table), d.clone()),
                     None => self.defs.remove(&key(&table)),
                 };
-                events.push((
-                    ChangeKind::Create,
-                    table.db.clone(),
-                    table.table.clone(),
+                events.push(DdlEvent {
+                    kind: ChangeKind::Create,
+                    db: table.db.clone(),
+                    table: table.table.clone(),
                     before,
-                    after.clone(),
-                    vec![(table.db, table.table, after)],
-                ));
+                    after: after.clone(),
+                    history: vec![HistoryUpdate {
+                            db: table.db,
+                            table: table.table,
+                            shape: after,
+                        }],
+                });
             }
             DdlChange::CreateTableAsSelect { table, .. } => {
                 if self.included(&table.db, &table.table)?.is_none() {
@@ -231,14 +253,18 @@ impl Assembler {
                     key(&table),
                     format!("{at} (CREATE TABLE ... SELECT: the statement does not spell out the columns)"),
                 );
-                events.push((
-                    ChangeKind::Create,
-                    table.db.clone(),
-                    table.table.clone(),
+                events.push(DdlEvent {
+                    kind: ChangeKind::Create,
+                    db: table.db.clone(),
+                    table: table.table.clone(),
                     before,
-                    None,
-                    vec![(table.db, table.table, None)],
-                ));
+                    after: None,
+                    history: vec![HistoryUpdate {
+                            db: table.db,
+                            table: table.table,
+                            shape: None,
+                        }],
+                });
             }
             DdlChange::AlterTable { table, ops } => {
                 let route = self.included(&table.db, &table.table)?;
@@ -304,23 +330,31 @@ impl Assembler {
                 let renamed = new_name != table;
                 let mut history = Vec::new();
                 if renamed {
-                    history.push((table.db.clone(), table.table.clone(), None));
+                    history.push(HistoryUpdate {
+                        db: table.db.clone(),
+                        table: table.table.clone(),
+                        shape: None,
+                    });
                 }
                 if new_route.is_some() {
-                    history.push((new_name.db.clone(), new_name.table.clone(), after.clone()));
+                    history.push(HistoryUpdate {
+                        db: new_name.db.clone(),
+                        table: new_name.table.clone(),
+                        shape: after.clone(),
+                    });
                 }
-                events.push((
-                    if renamed && !shape_changes {
-                        ChangeKind::Rename
-                    } else {
-                        ChangeKind::Alter
-                    },
-                    new_name.db.clone(),
-                    new_name.table.clone(),
+                events.push(DdlEvent {
+                    kind: if renamed && !shape_changes {
+                            ChangeKind::Rename
+                        } else {
+                            ChangeKind::Alter
+                        },
+                    db: new_name.db.clone(),
+                    table: new_name.table.clone(),
                     before,
-                    if new_route.is_some() { after } else { None },
+                    after: if new_route.is_some() { after } else { None },
                     history,
-                ));
+                });
             }
             DdlChange::DropTable { tables, .. } => {
                 for t in tables {
@@ -328,14 +362,18 @@ impl Assembler {
                         continue;
                     }
                     let before = self.defs.remove(&key(&t));
-                    events.push((
-                        ChangeKind::Drop,
-                        t.db.clone(),
-                        t.table.clone(),
+                    events.push(DdlEvent {
+                        kind: ChangeKind::Drop,
+                        db: t.db.clone(),
+                        table: t.table.clone(),
                         before,
-                        None,
-                        vec![(t.db, t.table, None)],
-                    ));
+                        after: None,
+                        history: vec![HistoryUpdate {
+                                db: t.db,
+                                table: t.table,
+                                shape: None,
+                            }],
+                    });
                 }
             }
             DdlChange::RenameTable { pairs } => {
@@ -362,19 +400,27 @@ impl Assembler {
                     }
                     let mut history = Vec::new();
                     if old_in {
-                        history.push((old.db.clone(), old.table.clone(), None));
+                        history.push(HistoryUpdate {
+                            db: old.db.clone(),
+                            table: old.table.clone(),
+                            shape: None,
+                        });
                     }
                     if new_in {
-                        history.push((new.db.clone(), new.table.clone(), after.clone()));
+                        history.push(HistoryUpdate {
+                            db: new.db.clone(),
+                            table: new.table.clone(),
+                            shape: after.clone(),
+                        });
                     }
-                    events.push((
-                        ChangeKind::Rename,
-                        new.db.clone(),
-                        new.table.clone(),
+                    events.push(DdlEvent {
+                        kind: ChangeKind::Rename,
+                        db: new.db.clone(),
+                        table: new.table.clone(),
                         before,
-                        if new_in { after } else { None },
+                        after: if new_in { after } else { None },
                         history,
-                    ));
+                    });
                 }
             }
             DdlChange::Truncate { table } => {
@@ -382,14 +428,14 @@ impl Assembler {
                     return Ok(());
                 }
                 let def = self.defs.get(&key(&table)).cloned();
-                events.push((
-                    ChangeKind::Truncate,
-                    table.db.clone(),
-                    table.table.clone(),
-                    def.clone(),
-                    def,
-                    Vec::new(),
-                ));
+                events.push(DdlEvent {
+                    kind: ChangeKind::Truncate,
+                    db: table.db.clone(),
+                    table: table.table.clone(),
+                    before: def.clone(),
+                    after: def,
+                    history: Vec::new(),
+                });
             }
             DdlChange::DropDatabase { db } => {
                 let mut gone: Vec<(String, String)> = self
@@ -405,14 +451,18 @@ impl Assembler {
                         continue;
                     }
                     let before = self.defs.remove(&(d.clone(), t.clone()));
-                    events.push((
-                        ChangeKind::Drop,
-                        d.clone(),
-                        t.clone(),
+                    events.push(DdlEvent {
+                        kind: ChangeKind::Drop,
+                        db: d.clone(),
+                        table: t.clone(),
                         before,
-                        None,
-                        vec![(d, t, None)],
-                    ));
+                        after: None,
+                        history: vec![HistoryUpdate {
+                                db: d,
+                                table: t,
+                                shape: None,
+                            }],
+                    });
                 }
             }
             DdlChange::CreateDatabase { .. } | DdlChange::AlterDatabase { .. } => {}

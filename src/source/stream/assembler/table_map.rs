@@ -12,7 +12,7 @@ use std::sync::Arc;
 use mysql_common::binlog::events::{Event, TableMapEvent};
 
 use crate::error::{Error, Result};
-use crate::pipeline::{Change, SchemaEvent, TableCtx};
+use crate::pipeline::{Change, HistoryUpdate, SchemaEvent, TableCtx};
 use crate::schema::tracked::TableDef;
 use crate::schema::{SchemaError, ServerFlavor, TableSchema};
 use crate::source::rows::RowDecoder;
@@ -198,7 +198,11 @@ impl Assembler {
             out.push(Change::Begin(txn.meta.clone()));
         }
         out.push(Change::Schema(SchemaEvent {
-            history: vec![(def.db.clone(), def.table.clone(), Some(bytes))],
+            history: vec![HistoryUpdate {
+                db: def.db.clone(),
+                table: def.table.clone(),
+                shape: Some(bytes),
+            }],
             db: def.db,
             table: def.table,
             record: None,

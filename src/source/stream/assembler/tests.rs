@@ -379,8 +379,10 @@ fn history_of(out: &[Change]) -> Vec<String> {
             Change::Schema(ev) if ev.record.is_none() => Some(
                 ev.history
                     .iter()
-                    .map(|(d, t, b)| {
-                        let def: TableDef = serde_json::from_slice(b.as_deref().unwrap()).unwrap();
+                    .map(|h| {
+                        let (d, t) = (&h.db, &h.table);
+                        let def: TableDef =
+                            serde_json::from_slice(h.shape.as_deref().unwrap()).unwrap();
                         let cols: Vec<&str> = def.columns.iter().map(|c| c.name.as_str()).collect();
                         format!("H {d}.{t}: {}", cols.join(","))
                     })
