@@ -2,6 +2,6 @@
 
 pub mod avro;
 pub mod change;
-pub mod table_ctx;
 pub mod json;
 pub mod json_value;
+pub mod table_ctx;

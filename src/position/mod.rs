@@ -15,8 +15,8 @@ mod text;
 pub use file_pos::FilePos;
 pub use mariadb_gtid::{GtidList, MariadbGtid};
 pub use mysql_gtid::{Gtid, GtidSet, Uuid16, MAX_GNO};
-pub use text::PositionError;
 pub(crate) use text::serde_via_str;
+pub use text::PositionError;
 
 use std::cmp::Ordering;
 use std::fmt;

@@ -82,5 +82,3 @@ macro_rules! serde_via_str {
     };
 }
 pub(crate) use serde_via_str;
-
-

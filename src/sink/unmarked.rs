@@ -56,7 +56,6 @@ use crate::error::{Error, Result};
 
 pub use super::txn_tag::{Tag, TXN_HEADER};
 
-
 /// The header of the one record an [`abort_probe`] writes (and aborts).
 pub const PROBE_HEADER: &str = "sluice.probe";
 

@@ -10,9 +10,9 @@ use std::sync::Arc;
 
 use super::{Slot, Snapshotter, State};
 use crate::error::{Error, Result};
+use crate::model::{RowImage, RowsKind};
 use crate::pipeline::{route_key_idx, Change, TableCtx, TxnMeta};
 use crate::schema::TableSchema;
-use crate::model::{RowImage, RowsKind};
 use crate::source::stream::Tracker;
 
 /// Rows per `Change::Rows` of an emitted chunk.

@@ -10,10 +10,10 @@
 use std::sync::Arc;
 
 use super::{Plan, Snapshotter, State};
+use crate::model::RowsKind;
 use crate::pipeline::Change;
 use crate::snapshot::signal::parse_signal;
 use crate::snapshot::window::Place;
-use crate::model::RowsKind;
 
 impl Snapshotter {
     /// Looks at a change on its way to the sink: row changes of a table with chunks in flight

@@ -3,12 +3,12 @@
 //! add tables and commit with their transaction.
 
 use super::*;
+use crate::model::{RowImage, RowsKind};
 use crate::pipeline::Change;
 use crate::position::FilePos;
 use crate::schema::{Column, ColumnKind};
 use crate::snapshot::adhoc::{AdhocRequest, Rejected};
 use crate::snapshot::reader::{ChunkRead, Read, ReadOutcome, ReadRequest};
-use crate::model::{RowImage, RowsKind};
 use crate::source::server::Flavor;
 use crate::source::stream::Tracker;
 

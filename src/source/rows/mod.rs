@@ -54,7 +54,6 @@ mod temporal;
 #[cfg(test)]
 mod tests;
 
-pub use crate::model::row::RowImage;
 pub use self::error::RowsError;
 pub use self::header::{is_rows_event, parse_rows_event, RowsEventHeader, RowsKind, STMT_END_F};
 #[cfg(test)]
@@ -63,6 +62,7 @@ pub use self::jsonb::{jsonb_to_json, push_mysql_json_double};
 pub(super) use self::jsonb::{le_uint, render_jsonb, MAX_JSON_DEPTH};
 pub(crate) use self::jsonb::{JsonbContainer, JsonbSlot};
 pub use self::plan::RowDecoder;
+pub use crate::model::row::RowImage;
 
 // The decoder rebuilds partial JSON updates with `super::json_diff`.
 use super::json_diff;

@@ -204,10 +204,10 @@ impl Assembler {
                     before,
                     after: Some(def.clone()),
                     history: vec![HistoryUpdate {
-                            db: table.db,
-                            table: table.table,
-                            shape: Some(def),
-                        }],
+                        db: table.db,
+                        table: table.table,
+                        shape: Some(def),
+                    }],
                 });
             }
             DdlChange::CreateTableLike {
@@ -237,10 +237,10 @@ impl Assembler {
                     before,
                     after: after.clone(),
                     history: vec![HistoryUpdate {
-                            db: table.db,
-                            table: table.table,
-                            shape: after,
-                        }],
+                        db: table.db,
+                        table: table.table,
+                        shape: after,
+                    }],
                 });
             }
             DdlChange::CreateTableAsSelect { table, .. } => {
@@ -260,10 +260,10 @@ impl Assembler {
                     before,
                     after: None,
                     history: vec![HistoryUpdate {
-                            db: table.db,
-                            table: table.table,
-                            shape: None,
-                        }],
+                        db: table.db,
+                        table: table.table,
+                        shape: None,
+                    }],
                 });
             }
             DdlChange::AlterTable { table, ops } => {
@@ -345,10 +345,10 @@ impl Assembler {
                 }
                 events.push(DdlEvent {
                     kind: if renamed && !shape_changes {
-                            ChangeKind::Rename
-                        } else {
-                            ChangeKind::Alter
-                        },
+                        ChangeKind::Rename
+                    } else {
+                        ChangeKind::Alter
+                    },
                     db: new_name.db.clone(),
                     table: new_name.table.clone(),
                     before,
@@ -369,10 +369,10 @@ impl Assembler {
                         before,
                         after: None,
                         history: vec![HistoryUpdate {
-                                db: t.db,
-                                table: t.table,
-                                shape: None,
-                            }],
+                            db: t.db,
+                            table: t.table,
+                            shape: None,
+                        }],
                     });
                 }
             }
@@ -458,10 +458,10 @@ impl Assembler {
                         before,
                         after: None,
                         history: vec![HistoryUpdate {
-                                db: d,
-                                table: t,
-                                shape: None,
-                            }],
+                            db: d,
+                            table: t,
+                            shape: None,
+                        }],
                     });
                 }
             }

@@ -20,10 +20,10 @@ use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
 use crate::config::route::Router;
-#[cfg(doc)]
-use crate::pipeline::Change;
 use crate::encode::table_ctx::TableCtx;
 use crate::model::TxnMeta;
+#[cfg(doc)]
+use crate::pipeline::Change;
 use crate::position::{FilePos, Uuid16};
 use crate::schema::tracked::TableDef;
 use crate::source::rows::{RowDecoder, RowImage};
