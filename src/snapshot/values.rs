@@ -386,7 +386,6 @@ fn check_time_of_day(hh: u8, mi: u8, ss: u8, us: u32) -> std::result::Result<(),
 }
 
 /// A `TIMESTAMP` returned in UTC as epoch seconds; the zero timestamp is 0 (as it is stored).
-#[allow(clippy::too_many_arguments)]
 fn timestamp(
     y: u16,
     m: u8,

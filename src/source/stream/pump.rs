@@ -244,9 +244,11 @@ pub async fn run(
                     &mut asm,
                     ts,
                     &mut out,
-                    &tx,
-                    &mut shutdown,
-                    &mut snap,
+                    Outlet {
+                        tx: &tx,
+                        shutdown: &mut shutdown,
+                        snap: &mut snap,
+                    },
                 )
                 .await?
                 {
@@ -263,9 +265,11 @@ pub async fn run(
             &mut asm,
             ts,
             &mut out,
-            &tx,
-            &mut shutdown,
-            &mut snap,
+            Outlet {
+                tx: &tx,
+                shutdown: &mut shutdown,
+                snap: &mut snap,
+            },
         )
         .await?
         {
@@ -353,19 +357,28 @@ async fn snapshot_step(
     Ok(Flow::Go)
 }
 
+/// The stream loop's way to the sink: the channel, the shutdown signal a blocked send
+/// watches, and the snapshotter that observes every change before the sink gets it.
+struct Outlet<'a> {
+    /// The source → sink channel.
+    tx: &'a ChangeSender,
+    /// Set when the pipeline stops.
+    shutdown: &'a mut watch::Receiver<bool>,
+    /// The snapshot in progress, if any.
+    snap: &'a mut Option<Snapshotter>,
+}
+
 /// Sends the changes of one event to the sink (after reading a committed XA group again when
 /// the event asks for it). Returns false when the pipeline is stopping.
-#[allow(clippy::too_many_arguments)] // the stream loop's state, passed through as it is
 async fn forward(
     settings: &SourceSettings,
     info: &ServerInfo,
     asm: &mut Assembler,
     ts: u32,
     out: &mut Vec<Change>,
-    tx: &ChangeSender,
-    shutdown: &mut watch::Receiver<bool>,
-    snap: &mut Option<Snapshotter>,
+    outlet: Outlet<'_>,
 ) -> Result<bool> {
+    let Outlet { tx, shutdown, snap } = outlet;
     if let Some(replay) = asm.take_replay() {
         for mut change in out.drain(..) {
             if let Some(s) = snap.as_mut() {

@@ -317,7 +317,6 @@ pub fn status(port: u16) -> Option<serde_json::Value> {
 
 /// The pipeline configuration: the source through the database proxy (plaintext, so the
 /// proxy sees the protocol), Kafka through the Kafka proxy, a 5 s transaction timeout.
-#[allow(clippy::too_many_arguments)]
 pub fn config_text(
     name: &str,
     db: &str,
