@@ -286,16 +286,7 @@ fn bench(c: &mut Criterion) {
             out.clear();
             let row = &rows[i % rows.len()];
             i += 1;
-            json.encode(
-                &json_t,
-                &m,
-                RowsKind::Insert,
-                row,
-                1234,
-                0,
-                (1, 1),
-                &mut out,
-            );
+            json.encode(&insert(&json_t, &m, row), &mut out);
             std::hint::black_box(&out);
         })
     });
@@ -311,18 +302,8 @@ fn bench(c: &mut Criterion) {
             out.clear();
             let row = &rows[i % rows.len()];
             i += 1;
-            avro.encode(
-                &avro_t,
-                ids,
-                &m,
-                RowsKind::Insert,
-                row,
-                1234,
-                0,
-                (1, 1),
-                &mut out,
-            )
-            .expect("encode");
+            avro.encode(&insert(&avro_t, &m, row), ids, &mut out)
+                .expect("encode");
             std::hint::black_box(&out);
         })
     });
@@ -349,14 +330,16 @@ fn bench(c: &mut Criterion) {
         };
         let ours = avro
             .envelope(
-                &avro_t,
                 2,
-                &m,
-                sluice::encode::change::Op::Create,
-                None,
-                Some(row),
-                rp,
-                ts,
+                &sluice::encode::change::Envelope {
+                    table: &avro_t,
+                    meta: &m,
+                    op: sluice::encode::change::Op::Create,
+                    before: None,
+                    after: Some(row),
+                    row_pos: rp,
+                    ts_ms: ts,
+                },
             )
             .expect("envelope");
         assert_eq!(
@@ -415,3 +398,24 @@ criterion_group! {
     targets = bench
 }
 criterion_main!(benches);
+
+/// The change an insert of `row` at binlog position 1234 is (the first row of its event and
+/// of its transaction).
+fn insert<'a>(
+    table: &'a TableCtx,
+    meta: &'a TxnMeta,
+    row: &'a RowImage,
+) -> sluice::encode::change::RowChange<'a> {
+    sluice::encode::change::RowChange {
+        table,
+        meta,
+        kind: RowsKind::Insert,
+        row,
+        row_pos: sluice::encode::change::RowPos {
+            pos: 1234,
+            row: 0,
+            total_order: 1,
+            data_collection_order: 1,
+        },
+    }
+}

@@ -25,7 +25,7 @@ use mysql_common::binlog::events::EventData;
 use sluice::config::route::RouteTarget;
 use sluice::config::Format;
 use sluice::encode::avro::{column_datum, AvroEncoder, AvroOptions};
-use sluice::encode::change::{Op, RowPos};
+use sluice::encode::change::{Envelope, Op, RowPos};
 use sluice::encode::json::JsonEncoder;
 use sluice::encode::json_value::write_json_value;
 use sluice::pipeline::{TableCtx, TxnMeta};
@@ -416,15 +416,31 @@ fn compare(flavor: &str, logged: &Logged, selected: &[Vec<Value>]) -> usize {
             total_order: 1,
             data_collection_order: 1,
         };
+        fn read<'a>(
+            table: &'a TableCtx,
+            meta: &'a TxnMeta,
+            after: &'a [Value],
+            row_pos: RowPos,
+        ) -> Envelope<'a> {
+            Envelope {
+                table,
+                meta,
+                op: Op::Read,
+                before: None,
+                after: Some(after),
+                row_pos,
+                ts_ms: 1,
+            }
+        }
         let json = JsonEncoder::new("snap");
         assert!(
-            json.envelope(&json_t, &meta, Op::Read, None, Some(b), rp, 1)
-                == json.envelope(&json_t, &meta, Op::Read, None, Some(s), rp, 1),
+            json.envelope(&read(&json_t, &meta, b, rp))
+                == json.envelope(&read(&json_t, &meta, s, rp)),
             "[{flavor}] {t} row {r}: JSON envelopes differ"
         );
         let avro = AvroEncoder::new("snap");
         let env = |row: &[Value]| {
-            avro.envelope(&avro_t, 1, &meta, Op::Read, None, Some(row), rp, 1)
+            avro.envelope(1, &read(&avro_t, &meta, row, rp))
                 .expect("Avro envelope")
         };
         assert!(

@@ -63,6 +63,42 @@ pub struct RowPos {
     pub data_collection_order: u64,
 }
 
+/// One row change to encode: the table, its source transaction, what the event did, the row
+/// and where it sits in the source.
+#[derive(Debug, Clone, Copy)]
+pub struct RowChange<'a> {
+    /// The table and its route.
+    pub table: &'a TableCtx,
+    /// The source transaction.
+    pub meta: &'a TxnMeta,
+    /// Insert, update, delete or snapshot read.
+    pub kind: RowsKind,
+    /// The before and after images.
+    pub row: &'a RowImage,
+    /// Where the row sits in the source and in its transaction.
+    pub row_pos: RowPos,
+}
+
+/// What one envelope says: the table, the transaction, the operation, the images and when
+/// sluice wrote it.
+#[derive(Debug, Clone, Copy)]
+pub struct Envelope<'a> {
+    /// The table and its route.
+    pub table: &'a TableCtx,
+    /// The source transaction.
+    pub meta: &'a TxnMeta,
+    /// The envelope's `op`.
+    pub op: Op,
+    /// The before image, if the operation has one.
+    pub before: Option<&'a [Value]>,
+    /// The after image, if the operation has one.
+    pub after: Option<&'a [Value]>,
+    /// Where the row sits in the source and in its transaction.
+    pub row_pos: RowPos,
+    /// When sluice wrote the envelope (the top-level `ts_ms`), ms since the epoch.
+    pub ts_ms: u64,
+}
+
 /// How one format writes a record key and an envelope.
 pub trait EnvelopeWriter {
     /// Why a row cannot be written (`Infallible` for formats that can write anything).
@@ -72,31 +108,33 @@ pub trait EnvelopeWriter {
     fn key(&self, table: &TableCtx, row: Option<&[Value]>) -> Result<Option<Vec<u8>>, Self::Error>;
 
     /// The envelope bytes.
-    #[allow(clippy::too_many_arguments)]
-    fn envelope(
-        &self,
-        table: &TableCtx,
-        meta: &TxnMeta,
-        op: Op,
-        before: Option<&[Value]>,
-        after: Option<&[Value]>,
-        rp: RowPos,
-        ts_ms: u64,
-    ) -> Result<Vec<u8>, Self::Error>;
+    fn envelope(&self, e: &Envelope<'_>) -> Result<Vec<u8>, Self::Error>;
 }
 
 /// Appends the records of one row change to `out` (see the module table). On error, `out`
 /// may hold some of the row's records; callers drop them with the error.
 pub fn encode_change<W: EnvelopeWriter>(
     w: &W,
-    table: &TableCtx,
-    meta: &TxnMeta,
-    kind: RowsKind,
-    row: &RowImage,
-    rp: RowPos,
+    change: &RowChange<'_>,
     out: &mut Vec<Record>,
 ) -> Result<(), W::Error> {
+    let RowChange {
+        table,
+        meta,
+        kind,
+        row,
+        row_pos,
+    } = *change;
     let ts_ms = crate::model::clock::now_ms();
+    let envelope = |op, before, after| Envelope {
+        table,
+        meta,
+        op,
+        before,
+        after,
+        row_pos,
+        ts_ms,
+    };
     match kind {
         RowsKind::Insert | RowsKind::Read => {
             let after = row.after.as_deref();
@@ -107,13 +145,13 @@ pub fn encode_change<W: EnvelopeWriter>(
             };
             out.push(Record {
                 key: w.key(table, after)?,
-                value: Some(w.envelope(table, meta, op, None, after, rp, ts_ms)?),
+                value: Some(w.envelope(&envelope(op, None, after))?),
             });
         }
         RowsKind::Delete => {
             let before = row.before.as_deref();
             let key = w.key(table, before)?;
-            let value = w.envelope(table, meta, Op::Delete, before, None, rp, ts_ms)?;
+            let value = w.envelope(&envelope(Op::Delete, before, None))?;
             if table.route.tombstones {
                 out.push(Record {
                     key: key.clone(),
@@ -133,8 +171,8 @@ pub fn encode_change<W: EnvelopeWriter>(
             let old_key = w.key(table, before)?;
             let new_key = w.key(table, after)?;
             if old_key != new_key && !table.key_idx.is_empty() {
-                let delete = w.envelope(table, meta, Op::Delete, before, None, rp, ts_ms)?;
-                let create = w.envelope(table, meta, Op::Create, None, after, rp, ts_ms)?;
+                let delete = w.envelope(&envelope(Op::Delete, before, None))?;
+                let create = w.envelope(&envelope(Op::Create, None, after))?;
                 if table.route.tombstones {
                     out.push(Record {
                         key: old_key.clone(),
@@ -157,7 +195,7 @@ pub fn encode_change<W: EnvelopeWriter>(
             } else {
                 out.push(Record {
                     key: new_key,
-                    value: Some(w.envelope(table, meta, Op::Update, before, after, rp, ts_ms)?),
+                    value: Some(w.envelope(&envelope(Op::Update, before, after))?),
                 });
             }
         }

@@ -15,11 +15,9 @@ use std::convert::Infallible;
 use std::io::Write;
 
 use crate::encode::change::{encode_change, EnvelopeWriter};
-pub use crate::encode::change::{Op, Record, RowPos};
+pub use crate::encode::change::{Envelope, Op, Record, RowChange, RowPos};
 use crate::encode::json_value::{write_json_string, write_json_value};
 use crate::encode::table_ctx::TableCtx;
-use crate::model::TxnMeta;
-use crate::model::{RowImage, RowsKind};
 use crate::value::Value;
 
 /// Encodes row changes to Debezium-compatible JSON.
@@ -39,26 +37,9 @@ impl JsonEncoder {
         }
     }
 
-    /// Encodes one row image into its records, appended to `out`.
-    #[allow(clippy::too_many_arguments)]
-    pub fn encode(
-        &self,
-        table: &TableCtx,
-        meta: &TxnMeta,
-        kind: RowsKind,
-        row: &RowImage,
-        pos: u64,
-        row_idx: u32,
-        order: (u64, u64),
-        out: &mut Vec<Record>,
-    ) {
-        let rp = RowPos {
-            pos,
-            row: row_idx,
-            total_order: order.0,
-            data_collection_order: order.1,
-        };
-        match encode_change(self, table, meta, kind, row, rp, out) {
+    /// Encodes one row change into its records, appended to `out`.
+    pub fn encode(&self, change: &RowChange<'_>, out: &mut Vec<Record>) {
+        match encode_change(self, change, out) {
             Ok(()) => {}
             Err(never) => match never {},
         }
@@ -108,17 +89,16 @@ impl JsonEncoder {
     }
 
     /// The envelope document.
-    #[allow(clippy::too_many_arguments)]
-    pub fn envelope(
-        &self,
-        table: &TableCtx,
-        meta: &TxnMeta,
-        op: Op,
-        before: Option<&[Value]>,
-        after: Option<&[Value]>,
-        rp: RowPos,
-        ts_ms: u64,
-    ) -> Vec<u8> {
+    pub fn envelope(&self, e: &Envelope<'_>) -> Vec<u8> {
+        let Envelope {
+            table,
+            meta,
+            op,
+            before,
+            after,
+            row_pos: rp,
+            ts_ms,
+        } = *e;
         let mut out = Vec::with_capacity(256 + 64 * table.schema.columns.len());
         out.extend_from_slice(b"{\"before\":");
         self.row_doc(&mut out, table, before);
@@ -177,19 +157,8 @@ impl EnvelopeWriter for JsonEncoder {
         Ok(JsonEncoder::key(self, table, row))
     }
 
-    fn envelope(
-        &self,
-        table: &TableCtx,
-        meta: &TxnMeta,
-        op: Op,
-        before: Option<&[Value]>,
-        after: Option<&[Value]>,
-        rp: RowPos,
-        ts_ms: u64,
-    ) -> Result<Vec<u8>, Infallible> {
-        Ok(JsonEncoder::envelope(
-            self, table, meta, op, before, after, rp, ts_ms,
-        ))
+    fn envelope(&self, e: &Envelope<'_>) -> Result<Vec<u8>, Infallible> {
+        Ok(JsonEncoder::envelope(self, e))
     }
 }
 
@@ -198,6 +167,7 @@ mod tests {
     use super::*;
     use crate::config::route::RouteTarget;
     use crate::config::Format;
+    use crate::model::{RowImage, RowsKind, TxnMeta};
     use crate::schema::{Column, ColumnKind, TableSchema};
     use serde_json::{json, Value as J};
     use std::sync::Arc;
@@ -255,7 +225,19 @@ mod tests {
     /// (key, value without the processing-time `ts_ms`) of each record.
     fn run(t: &TableCtx, kind: RowsKind, image: RowImage) -> Vec<(J, J)> {
         let mut out = Vec::new();
-        JsonEncoder::new("shop").encode(t, &meta(), kind, &image, 1234, 2, (3, 1), &mut out);
+        let change = RowChange {
+            table: t,
+            meta: &meta(),
+            kind,
+            row: &image,
+            row_pos: RowPos {
+                pos: 1234,
+                row: 2,
+                total_order: 3,
+                data_collection_order: 1,
+            },
+        };
+        JsonEncoder::new("shop").encode(&change, &mut out);
         out.into_iter()
             .map(|r| {
                 let key = r
@@ -415,7 +397,15 @@ mod tests {
             total_order: 1,
             data_collection_order: 1,
         };
-        let v = enc.envelope(&t, &m, Op::Create, None, Some(&row(1, "x")), rp, 5);
+        let v = enc.envelope(&Envelope {
+            table: &t,
+            meta: &m,
+            op: Op::Create,
+            before: None,
+            after: Some(&row(1, "x")),
+            row_pos: rp,
+            ts_ms: 5,
+        });
         let v: J = serde_json::from_slice(&v).unwrap();
         assert_eq!(v["transaction"]["id"], json!("mysql-bin.000003:100"));
         assert_eq!(v["source"]["gtid"], J::Null);

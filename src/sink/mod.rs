@@ -50,6 +50,7 @@ use tokio::sync::oneshot;
 use crate::config::Delivery;
 use crate::config::Format;
 use crate::encode::avro::AvroEncoder;
+use crate::encode::change::{RowChange, RowPos};
 use crate::encode::json::{JsonEncoder, Record};
 use crate::error::{Error, Result};
 use crate::metrics;
@@ -60,8 +61,8 @@ use producer::SinkProducer;
 use topics::Topics;
 
 pub use offsets::set_offset;
-pub use settings::SinkSettings;
 pub(crate) use settings::unmarked_scope;
+pub use settings::SinkSettings;
 pub use shape::{describe_shape_change, history_key};
 pub use state::{Committed, HistoryEntry};
 
@@ -458,31 +459,24 @@ impl Sink {
                     table.schema.db, table.schema.table, self.meta.file
                 ))
             };
+            let change = RowChange {
+                table,
+                meta: &self.meta,
+                kind,
+                row,
+                row_pos: RowPos {
+                    pos,
+                    row: i as u32,
+                    total_order: order.0,
+                    data_collection_order: order.1,
+                },
+            };
             match &ids {
                 Some(Ok(ids)) => self
                     .avro
-                    .encode(
-                        table,
-                        *ids,
-                        &self.meta,
-                        kind,
-                        row,
-                        pos,
-                        i as u32,
-                        order,
-                        &mut self.records,
-                    )
+                    .encode(&change, *ids, &mut self.records)
                     .map_err(at)?,
-                _ => self.encoder.encode(
-                    table,
-                    &self.meta,
-                    kind,
-                    row,
-                    pos,
-                    i as u32,
-                    order,
-                    &mut self.records,
-                ),
+                _ => self.encoder.encode(&change, &mut self.records),
             }
             for rec in &self.records {
                 let key_len = rec.key.as_ref().map_or(0, Vec::len) as u64;

@@ -35,13 +35,11 @@ use std::sync::Arc;
 pub use schema::{AvroDoc, AvroOptions, AvroTable};
 use schema::{ColPlan, Enc};
 
-use crate::encode::change::{encode_change, EnvelopeWriter, Op, Record, RowPos};
+use crate::encode::change::{encode_change, Envelope, EnvelopeWriter, Op, Record, RowChange};
 use crate::encode::json_value::days_from_civil;
-use crate::error::{Error, Result};
 use crate::encode::table_ctx::TableCtx;
-use crate::model::TxnMeta;
+use crate::error::{Error, Result};
 use crate::schema::{charset_kind, decode_text, CharsetKind};
-use crate::model::{RowImage, RowsKind};
 use crate::value::Value;
 
 /// Registry ids of a table's schemas.
@@ -71,28 +69,15 @@ impl AvroEncoder {
         AvroEncoder { version, name: n }
     }
 
-    /// Encodes one row image into its records, appended to `out`. On error the row's
-    /// records are not all there; the caller discards them.
-    #[allow(clippy::too_many_arguments)]
+    /// Encodes one row change into its records (written with the schema ids `ids`), appended
+    /// to `out`. On error the row's records are not all there; the caller discards them.
     pub fn encode(
         &self,
-        table: &TableCtx,
+        change: &RowChange<'_>,
         ids: SchemaIds,
-        meta: &TxnMeta,
-        kind: RowsKind,
-        row: &RowImage,
-        pos: u64,
-        row_idx: u32,
-        order: (u64, u64),
         out: &mut Vec<Record>,
     ) -> Result<()> {
-        let rp = RowPos {
-            pos,
-            row: row_idx,
-            total_order: order.0,
-            data_collection_order: order.1,
-        };
-        encode_change(&WithIds { enc: self, ids }, table, meta, kind, row, rp, out)
+        encode_change(&WithIds { enc: self, ids }, change, out)
     }
 
     /// The key bytes (wire format with `key_id`), or `None` for tables without key columns.
@@ -124,18 +109,16 @@ impl AvroEncoder {
     }
 
     /// The envelope bytes (wire format with `value_id`).
-    #[allow(clippy::too_many_arguments)]
-    pub fn envelope(
-        &self,
-        table: &TableCtx,
-        value_id: u32,
-        meta: &TxnMeta,
-        op: Op,
-        before: Option<&[Value]>,
-        after: Option<&[Value]>,
-        rp: RowPos,
-        ts_ms: u64,
-    ) -> Result<Vec<u8>> {
+    pub fn envelope(&self, value_id: u32, e: &Envelope<'_>) -> Result<Vec<u8>> {
+        let Envelope {
+            table,
+            meta,
+            op,
+            before,
+            after,
+            row_pos: rp,
+            ts_ms,
+        } = *e;
         let avro = avro_of(table)?;
         let mut out = Vec::with_capacity(160 + 24 * avro.columns.len());
         put_header(&mut out, value_id);
@@ -205,18 +188,8 @@ impl EnvelopeWriter for WithIds<'_> {
         self.enc.key(table, self.ids.key, row)
     }
 
-    fn envelope(
-        &self,
-        table: &TableCtx,
-        meta: &TxnMeta,
-        op: Op,
-        before: Option<&[Value]>,
-        after: Option<&[Value]>,
-        rp: RowPos,
-        ts_ms: u64,
-    ) -> Result<Vec<u8>> {
-        self.enc
-            .envelope(table, self.ids.value, meta, op, before, after, rp, ts_ms)
+    fn envelope(&self, e: &Envelope<'_>) -> Result<Vec<u8>> {
+        self.enc.envelope(self.ids.value, e)
     }
 }
 

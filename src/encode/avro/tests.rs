@@ -15,7 +15,9 @@ use serde_json::{json, Value as J};
 use super::*;
 use crate::config::route::RouteTarget;
 use crate::config::Format;
+use crate::encode::change::RowPos;
 use crate::encode::json::JsonEncoder;
+use crate::model::{RowImage, RowsKind, TxnMeta};
 use crate::schema::{Column, ColumnKind, TableSchema};
 
 // ---------------------------------------------------------------------------------------------
@@ -73,6 +75,26 @@ const RP: RowPos = RowPos {
     data_collection_order: 1,
 };
 
+/// The envelope of a row at [`RP`], written at `ts_ms`.
+fn input<'a>(
+    table: &'a TableCtx,
+    meta: &'a TxnMeta,
+    op: Op,
+    before: Option<&'a [Value]>,
+    after: Option<&'a [Value]>,
+    ts_ms: u64,
+) -> Envelope<'a> {
+    Envelope {
+        table,
+        meta,
+        op,
+        before,
+        after,
+        row_pos: RP,
+        ts_ms,
+    }
+}
+
 /// Strips and checks the wire-format header, then decodes with apache-avro; every byte must
 /// be used.
 fn decode(schema_json: &str, id: u32, bytes: &[u8]) -> AV {
@@ -116,7 +138,7 @@ fn envelope_of(
         _ => Op::Update,
     };
     let bytes = AvroEncoder::new("shop")
-        .envelope(t, 42, &meta(), op, before, after, RP, 99)
+        .envelope(42, &input(t, &meta(), op, before, after, 99))
         .unwrap();
     fields(decode(
         &t.avro.as_ref().unwrap().value.schema_json,
@@ -142,7 +164,7 @@ fn one(kind: ColumnKind, nullable: bool, v: Value) -> AV {
 fn enc_err(kind: ColumnKind, nullable: bool, v: Value) -> String {
     let t = ctx(vec![col("c", kind, nullable)], vec![]);
     AvroEncoder::new("p")
-        .envelope(&t, 1, &meta(), Op::Create, None, Some(&[v]), RP, 0)
+        .envelope(1, &input(&t, &meta(), Op::Create, None, Some(&[v]), 0))
         .unwrap_err()
         .to_string()
 }
@@ -771,15 +793,14 @@ fn agree(columns: &[Column], before: &[Value], after: &[Value], nkey: usize) {
         )
         .unwrap()
     };
-    let json_doc: J = serde_json::from_slice(&JsonEncoder::new("shop").envelope(
+    let json_doc: J = serde_json::from_slice(&JsonEncoder::new("shop").envelope(&input(
         &json_t,
         &meta(),
         Op::Update,
         Some(before),
         Some(after),
-        RP,
         99,
-    ))
+    )))
     .unwrap();
     let env = envelope_of(&avro_t, Some(before), Some(after));
     for name in ["before", "after"] {
@@ -1390,14 +1411,15 @@ fn avro_enums() {
     // MySQL's invalid-value index 0 has no symbol
     let err = AvroEncoder::new("p")
         .envelope(
-            &t,
             1,
-            &meta(),
-            Op::Create,
-            None,
-            Some(&[Value::Enum(0), Value::Enum(1)]),
-            RP,
-            0,
+            &input(
+                &t,
+                &meta(),
+                Op::Create,
+                None,
+                Some(&[Value::Enum(0), Value::Enum(1)]),
+                0,
+            ),
         )
         .unwrap_err()
         .to_string();
@@ -1581,7 +1603,10 @@ fn envelope_source_and_transaction() {
         ..meta()
     };
     let bytes = AvroEncoder::new("shop")
-        .envelope(&t, 42, &m, Op::Create, None, Some(&[Value::Int(1)]), RP, 99)
+        .envelope(
+            42,
+            &input(&t, &m, Op::Create, None, Some(&[Value::Int(1)]), 99),
+        )
         .unwrap();
     let env = fields(decode(
         &t.avro.as_ref().unwrap().value.schema_json,
@@ -1619,8 +1644,23 @@ fn records_follow_the_shared_op_logic() {
     let row = |id: i64| vec![Value::Int(id), Value::Bytes(b"x".to_vec())];
     let run = |kind, image: RowImage| {
         let mut out = Vec::new();
-        enc.encode(&t, ids, &meta(), kind, &image, 1, 0, (1, 1), &mut out)
-            .unwrap();
+        enc.encode(
+            &RowChange {
+                table: &t,
+                meta: &meta(),
+                kind,
+                row: &image,
+                row_pos: RowPos {
+                    pos: 1,
+                    row: 0,
+                    total_order: 1,
+                    data_collection_order: 1,
+                },
+            },
+            ids,
+            &mut out,
+        )
+        .unwrap();
         out.into_iter()
             .map(|r| {
                 let key = r.key.map(|k| {
@@ -1686,20 +1726,25 @@ fn records_follow_the_shared_op_logic() {
     let mut out = Vec::new();
     let err = enc
         .encode(
-            &t,
+            &RowChange {
+                table: &t,
+                meta: &meta(),
+                kind: RowsKind::Insert,
+                row: &RowImage {
+                    before: None,
+                    after: Some(row(1)),
+                },
+                row_pos: RowPos {
+                    pos: 1,
+                    row: 0,
+                    total_order: 1,
+                    data_collection_order: 1,
+                },
+            },
             SchemaIds {
                 key: None,
                 value: 8,
             },
-            &meta(),
-            RowsKind::Insert,
-            &RowImage {
-                before: None,
-                after: Some(row(1)),
-            },
-            1,
-            0,
-            (1, 1),
             &mut out,
         )
         .unwrap_err();
