@@ -29,11 +29,13 @@
 //! definite error naming the table and column: nothing is written as something it is not.
 
 pub mod schema;
+mod wire;
 
 use std::sync::Arc;
 
 pub use schema::{AvroDoc, AvroOptions, AvroTable};
 use schema::{ColPlan, Enc};
+pub use wire::{put_bytes, put_header, put_long, put_str};
 
 use crate::encode::change::{encode_change, Envelope, EnvelopeWriter, Op, Record, RowChange};
 use crate::encode::json_value::days_from_civil;
@@ -205,37 +207,6 @@ fn avro_of(table: &TableCtx) -> Result<&Arc<AvroTable>> {
 /// Positions and counters are far below 2^63; clamp rather than wrap if one is not.
 fn u64_to_long(v: u64) -> i64 {
     i64::try_from(v).unwrap_or(i64::MAX)
-}
-
-/// Confluent wire-format header: magic byte 0 and the big-endian schema id.
-#[inline]
-pub fn put_header(out: &mut Vec<u8>, id: u32) {
-    out.push(0);
-    out.extend_from_slice(&id.to_be_bytes());
-}
-
-/// Appends an Avro `int`/`long` (zig-zag varint).
-#[inline]
-pub fn put_long(out: &mut Vec<u8>, v: i64) {
-    let mut n = ((v << 1) ^ (v >> 63)) as u64;
-    while n >= 0x80 {
-        out.push((n as u8) | 0x80);
-        n >>= 7;
-    }
-    out.push(n as u8);
-}
-
-/// Appends an Avro `string`.
-#[inline]
-pub fn put_str(out: &mut Vec<u8>, s: &str) {
-    put_bytes(out, s.as_bytes());
-}
-
-/// Appends an Avro `bytes`.
-#[inline]
-pub fn put_bytes(out: &mut Vec<u8>, b: &[u8]) {
-    put_long(out, b.len() as i64);
-    out.extend_from_slice(b);
 }
 
 /// Appends big-endian two's complement bytes as Avro `bytes`, minus redundant sign bytes.

@@ -289,9 +289,9 @@ impl AvroTable {
         };
 
         let mut db = Vec::new();
-        super::put_str(&mut db, &schema.db);
+        super::wire::put_str(&mut db, &schema.db);
         let mut table = Vec::new();
-        super::put_str(&mut table, &schema.table);
+        super::wire::put_str(&mut table, &schema.table);
         Ok(AvroTable {
             key,
             value,
