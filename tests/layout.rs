@@ -25,44 +25,7 @@ const KNOWN_LARGE: &[(&str, usize)] = &[];
 
 /// Today's import cycles (strongly connected components of the file graph), each sorted. This
 /// list only shrinks: a cycle may not grow, and its entry goes once it is broken.
-const KNOWN_CYCLES: &[&[&str]] = &[
-    &[
-        "src/config/api.rs",
-        "src/config/limits.rs",
-        "src/config/pipeline.rs",
-        "src/config/schema_registry.rs",
-        "src/config/shutdown.rs",
-        "src/config/snapshot.rs",
-        "src/config/source.rs",
-    ],
-    &[
-        "src/config/route.rs",
-        "src/encode/avro/mod.rs",
-        "src/encode/avro/schema.rs",
-        "src/encode/change.rs",
-        "src/encode/json.rs",
-        "src/metrics.rs",
-        "src/pipeline.rs",
-        "src/sink/claim.rs",
-        "src/sink/counts.rs",
-        "src/sink/mod.rs",
-        "src/sink/offsets.rs",
-        "src/sink/schema_ids.rs",
-        "src/sink/schema_write.rs",
-        "src/sink/state.rs",
-    ],
-    &[
-        "src/position/file_pos.rs",
-        "src/position/mariadb_gtid.rs",
-        "src/position/mod.rs",
-        "src/position/mysql_gtid.rs",
-    ],
-    &[
-        "src/sink/producer.rs",
-        "src/sink/txn.rs",
-        "src/sink/unmarked.rs",
-    ],
-];
+const KNOWN_CYCLES: &[&[&str]] = &[];
 
 /// The module path of the binary crate's root (`src/main.rs`), which names the library
 /// `sluice::`.
