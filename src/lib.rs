@@ -1,15 +1,19 @@
 //! sluice: exactly-once MySQL/MariaDB binlog → Apache Kafka change data capture.
 //!
 //! ```text
-//!  preflight ─▶ sink: init_transactions (fences older instances)
-//!                 └▶ offsets store: last committed position (read_committed)
-//!  source: binlog stream from that position ─▶ schema (TABLE_MAP, FULL metadata)
-//!     ─▶ router (table → topic, key) ─▶ [bounded channel of Change]
-//!     ─▶ sink thread: encode (JSON) ─▶ produce rows of whole source transactions
+//!  app: preflight ─▶ sink: init_transactions (fences older instances)
+//!                      └▶ offsets store: last committed position (read_committed)
+//!  source: binlog stream from that position (source::replication, source::stream)
+//!     ─▶ schema (TABLE_MAP + tracked definitions) ─▶ rows (source::rows → model::RowImage)
+//!     ─▶ router (config::route: table → topic, key) ─▶ [bounded channel of pipeline::Change]
+//!     ─▶ sink thread: encode (JSON or Avro) ─▶ produce rows of whole source transactions
 //!                      + one offset record ─▶ commit_transaction (all-or-nothing)
+//!  snapshot: chunks read beside the stream, merged into it by watermark windows
 //! ```
 //!
-//! See `docs/architecture.md` for why a crash at any point neither loses nor duplicates.
+//! `model` holds what flows between the stages and depends on none of them. See
+//! `docs/architecture.md` for the map of every file and for why a crash at any point neither
+//! loses nor duplicates.
 
 pub mod api;
 pub mod app;
