@@ -194,7 +194,7 @@ fn start_watchdog(timeout: Duration) {
 }
 
 fn load(path: &std::path::Path) -> Result<Config, Error> {
-    Config::load(path).map_err(|e| Error::definite(e.to_string()))
+    Config::load(path).map_err(Error::definite_from)
 }
 
 async fn dispatch(cli: Cli) -> Result<ExitCode, Error> {
@@ -259,7 +259,7 @@ async fn dispatch(cli: Cli) -> Result<ExitCode, Error> {
                 let cfg = load(&config)?;
                 let rec = tokio::task::spawn_blocking(move || show_offset(&cfg))
                     .await
-                    .map_err(|e| Error::definite(e.to_string()))??;
+                    .map_err(Error::definite_from)??;
                 match rec {
                     Some(r) => {
                         println!("{}", serde_json::to_string_pretty(&r).unwrap_or_default());
@@ -280,7 +280,7 @@ async fn dispatch(cli: Cli) -> Result<ExitCode, Error> {
                     sluice::sink::set_offset(&sluice::app::sink_settings(&cfg), pos)
                 })
                 .await
-                .map_err(|e| Error::definite(e.to_string()))??;
+                .map_err(Error::definite_from)??;
                 println!("committed offset set to {shown}; any running instance was fenced");
                 Ok(ExitCode::SUCCESS)
             }

@@ -10,11 +10,11 @@
 //! 1. **The sink watches the clock.** Every wait of the sink thread on Kafka (queue space,
 //!    acknowledgements, `commit_transaction` in short resumable slices, `abort_transaction`)
 //!    is cut at the [`Budget`]'s phases: the commit may take until [`Budget::finish_by`];
-//!    then the sink gives up with [`Error::Unfinished`], aborts best-effort until
+//!    then the sink gives up with [`ErrorKind::Unfinished`](crate::error::ErrorKind::Unfinished), aborts best-effort until
 //!    [`Budget::abort_by`] and returns.
 //! 2. **The run loop stops waiting for the sink** at [`Budget::abort_by`] (a call that
 //!    outlives its slice, e.g. `init_transactions` of an attempt that was starting) and
-//!    returns [`Error::Unfinished`] itself; the sink thread is left behind and dies with the
+//!    returns [`ErrorKind::Unfinished`](crate::error::ErrorKind::Unfinished) itself; the sink thread is left behind and dies with the
 //!    process.
 //! 3. **A watchdog** in `main` ends the process at [`Budget::exit_at`] with exit code
 //!    [`EXIT_UNFINISHED`] if it is still running then.
@@ -143,7 +143,7 @@ impl ShutdownClock {
         }
     }
 
-    /// [`Error::Unfinished`] when shutdown was requested and the time to finish the open
+    /// [`ErrorKind::Unfinished`](crate::error::ErrorKind::Unfinished) when shutdown was requested and the time to finish the open
     /// transaction has passed; `doing` says what was still waiting.
     pub fn check(&self, doing: &str) -> Result<()> {
         match self.budget() {
@@ -154,7 +154,7 @@ impl ShutdownClock {
 
     /// The error of a shutdown that gave up while `doing` was still waiting.
     pub fn gave_up(&self, doing: &str) -> Error {
-        Error::Unfinished(format!(
+        Error::unfinished(format!(
             "shut down with an unfinished Kafka transaction: {doing} did not finish within \
              `shutdown_timeout_ms` ({} ms). It was not reported as committed; its outcome \
              (committed or aborted) is settled by the next run's fencing, which resumes right \
@@ -174,7 +174,7 @@ impl ShutdownClock {
     }
 }
 
-/// `fut`, or [`Error::Unfinished`] (naming `doing`) once a shutdown's [`Budget::abort_by`]
+/// `fut`, or [`ErrorKind::Unfinished`](crate::error::ErrorKind::Unfinished) (naming `doing`) once a shutdown's [`Budget::abort_by`]
 /// passed first. Dropping `fut` then must be safe: what it waited for is left to die with
 /// the process (a sink thread, a blocking librdkafka call).
 pub async fn bounded<T>(

@@ -8,7 +8,7 @@ use std::fmt;
 
 use serde::Deserialize;
 
-use crate::error::Error;
+use crate::error::{Error, ErrorKind};
 
 /// Which request failed, for messages.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -346,14 +346,15 @@ impl fmt::Display for RegistryError {
 impl std::error::Error for RegistryError {}
 
 impl From<RegistryError> for Error {
-    /// Transient kinds become [`Error::Transient`] (retry with backoff), all others
-    /// [`Error::Definite`] (stop and tell the operator).
+    /// Transient kinds become [`ErrorKind::Transient`](crate::error::ErrorKind::Transient) (retry with backoff), all others
+    /// [`ErrorKind::Definite`](crate::error::ErrorKind::Definite) (stop and tell the operator).
     fn from(e: RegistryError) -> Error {
-        if e.is_transient() {
-            Error::transient(e.to_string())
+        let kind = if e.is_transient() {
+            ErrorKind::Transient
         } else {
-            Error::definite(e.to_string())
-        }
+            ErrorKind::Definite
+        };
+        Error::new(kind, e.to_string()).caused_by(e)
     }
 }
 

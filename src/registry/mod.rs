@@ -21,8 +21,8 @@
 //! rule, 422 = invalid schema, 401/403 = credentials (`schema_registry.username` /
 //! `password`), 404 without a registry error code = the URL is not a Confluent-compatible
 //! API, and connection failures, timeouts, 408, 429 and 5xx = transient. Converted into
-//! [`Error`], the transient ones become [`Error::Transient`] (retry with backoff, see
-//! [`retry`] and [`Registry::register_retrying`]) and all others [`Error::Definite`].
+//! [`Error`], the transient ones become [`ErrorKind::Transient`](crate::error::ErrorKind::Transient) (retry with backoff, see
+//! [`retry`] and [`Registry::register_retrying`]) and all others [`ErrorKind::Definite`](crate::error::ErrorKind::Definite).
 //!
 //! # Why the HTTP calls are made here with reqwest, not with schema_registry_converter
 //!
@@ -623,7 +623,7 @@ impl BlockingRegistry {
         self.rt.block_on(fut).map_err(Error::from)
     }
 
-    /// [`Registry::register`]: one attempt; a transient failure is [`Error::Transient`].
+    /// [`Registry::register`]: one attempt; a transient failure is [`ErrorKind::Transient`](crate::error::ErrorKind::Transient).
     pub fn register(&self, subject: &str, schema_json: &str) -> Result<u32, Error> {
         self.block_on(self.inner.register(subject, schema_json))
     }

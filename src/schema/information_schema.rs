@@ -226,7 +226,7 @@ pub async fn load_table_schema(
             (id, octets)
         })
         .collect();
-    TableSchema::from_def(&def, &storage, flavor).map_err(|e| Error::definite(e.to_string()))
+    TableSchema::from_def(&def, &storage, flavor).map_err(Error::definite_from)
 }
 
 /// A text column of an information_schema row (`None` for NULL).

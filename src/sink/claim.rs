@@ -146,7 +146,7 @@ pub fn write(producer: &mut SinkProducer, s: &SinkSettings) -> Result<i64> {
     Ok(from)
 }
 
-/// What a fence means for this instance, as the error that ends the attempt: [`Error::Fenced`]
+/// What a fence means for this instance, as the error that ends the attempt: [`ErrorKind::Fenced`](crate::error::ErrorKind::Fenced)
 /// for a takeover, transient for a transaction the coordinator aborted by timeout.
 /// `open_for`: how long the Kafka transaction had been open.
 pub fn resolve(
@@ -182,7 +182,7 @@ pub fn resolve(
         }
     };
     match verdict {
-        Verdict::TakenOver(why) => Error::Fenced(format!("{msg}; {why}")),
+        Verdict::TakenOver(why) => Error::fenced(format!("{msg}; {why}")),
         Verdict::TimedOut(why) => {
             tracing::warn!(reason = %why, "not a takeover: recovering");
             Error::transient(format!(

@@ -3,7 +3,7 @@
 //! librdkafka reports three properties on transactional errors: *fatal* (the producer is
 //! unusable: fenced, or an unrecoverable idempotence failure), *abortable* (abort the open
 //! transaction, then carry on) and *retriable* (call the same function again). sluice maps them:
-//! fenced → [`Error::Fenced`] (stop at once, never abort or retry); other fatal → definite;
+//! fenced → [`ErrorKind::Fenced`](crate::error::ErrorKind::Fenced) (stop at once, never abort or retry); other fatal → definite;
 //! abortable and retriable → transient (abort, rewind to the committed offset, retry with
 //! backoff). Errors that recur by their nature (a record too large for the topic, missing
 //! authorization) are definite and name the setting to change.
@@ -114,7 +114,7 @@ pub fn classify(what: &str, err: &KafkaError) -> Error {
     if let KafkaError::Transaction(rde) = err {
         let code = rde.code();
         if is_fence_code(code) {
-            return Error::Fenced(fenced_message(&msg));
+            return Error::fenced(fenced_message(&msg));
         }
         if let Some(hint) = definite_hint(code) {
             return Error::definite(format!("{msg}; {hint}"));
@@ -128,7 +128,7 @@ pub fn classify(what: &str, err: &KafkaError) -> Error {
         return Error::transient(msg);
     }
     match err.rdkafka_error_code() {
-        Some(code) if is_fence_code(code) => Error::Fenced(fenced_message(&msg)),
+        Some(code) if is_fence_code(code) => Error::fenced(fenced_message(&msg)),
         Some(code) => match definite_hint(code) {
             Some(hint) => Error::definite(format!("{msg}; {hint}")),
             None => Error::transient(msg),

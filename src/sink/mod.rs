@@ -52,7 +52,7 @@ use crate::config::Format;
 use crate::encode::avro::AvroEncoder;
 use crate::encode::change::{RowChange, RowPos};
 use crate::encode::json::{JsonEncoder, Record};
-use crate::error::{Error, Result};
+use crate::error::{Error, ErrorKind, Result};
 use crate::metrics;
 use crate::pipeline::{Change, Checkpoint, TableCtx, TxnMeta};
 use crate::registry::{BlockingRegistry, Registry};
@@ -131,26 +131,21 @@ fn run(
             let msg = e.to_string();
             let kind = e.kind();
             let _ = ready_tx.send(Err(e));
-            return Err(match kind {
-                crate::error::ErrorKind::Transient => Error::transient(msg),
-                crate::error::ErrorKind::Fenced => Error::Fenced(msg),
-                crate::error::ErrorKind::Definite => Error::definite(msg),
-                crate::error::ErrorKind::Unfinished => Error::Unfinished(msg),
-            });
+            return Err(Error::new(kind, msg));
         }
     };
     let result = match sink.consume(rx, &rt) {
-        Err(Error::Fenced(msg)) => sink.resolve_fence(msg),
+        Err(e) if e.kind() == ErrorKind::Fenced => sink.resolve_fence(e.to_string()),
         other => other,
     };
     match &result {
         Ok(()) => {}
-        Err(Error::Fenced(_)) => {} // never touch a fenced producer's transaction
+        Err(e) if e.kind() == ErrorKind::Fenced => {} // never touch a fenced producer's transaction
         Err(e) => sink.abort_quietly(&e.to_string()),
     }
     // A shutdown that gave up, or an abort that did not finish: the producer's state is
     // unknown, and dropping it may wait on the same dead link (see [`txn`]).
-    if sink.retire || matches!(result, Err(Error::Unfinished(_))) {
+    if sink.retire || matches!(&result, Err(e) if e.kind() == ErrorKind::Unfinished) {
         let Sink { producer, .. } = sink;
         txn::retire(producer);
     }
@@ -201,12 +196,12 @@ struct Sink {
 }
 
 impl Sink {
-    /// Decides what a fence means (see [`claim`]): a takeover stays [`Error::Fenced`]; a
+    /// Decides what a fence means (see [`claim`]): a takeover stays [`ErrorKind::Fenced`](crate::error::ErrorKind::Fenced); a
     /// transaction the coordinator aborted by timeout becomes a transient error, so the next
     /// attempt fences afresh and resumes from the committed offset.
     fn resolve_fence(&mut self, msg: String) -> Result<()> {
         if !self.exactly_once() {
-            return Err(Error::Fenced(msg));
+            return Err(Error::fenced(msg));
         }
         let open_for = self.kafka_open.then(|| self.kafka_started.elapsed());
         self.kafka_open = false;
@@ -233,7 +228,7 @@ impl Sink {
             if let Some(owner) =
                 claim::taken_over_since(&s.client, &s.offsets_topic, &s.name, from)?
             {
-                return Err(Error::Fenced(format!(
+                return Err(Error::fenced(format!(
                     "the pipeline was taken over while this instance was recovering: {owner}"
                 )));
             }

@@ -73,7 +73,7 @@ pub struct SinkProducer {
     /// Records produced since delivery reports were last served.
     unpolled: std::sync::atomic::AtomicU32,
     /// Once shutdown was requested, waiting for queue space or acknowledgements stops at the
-    /// shutdown budget's `finish_by` ([`Error::Unfinished`]).
+    /// shutdown budget's `finish_by` ([`ErrorKind::Unfinished`](crate::error::ErrorKind::Unfinished)).
     pub stop: crate::shutdown::ShutdownClock,
     /// The [`crate::sink::txn_tag::TXN_HEADER`] value every record gets while it is set:
     /// `<pipeline>:<txn>` inside a pipeline transaction (exactly-once only).
@@ -211,7 +211,7 @@ impl SinkProducer {
         let (code, reason) = self.inner.client().fatal_error()?;
         let detail = format!("{what}: {reason}");
         Some(if crate::sink::classify::is_fence_code(code) {
-            Error::Fenced(crate::sink::classify::fenced_message(&detail))
+            Error::fenced(crate::sink::classify::fenced_message(&detail))
         } else {
             Error::definite(format!("Kafka producer fatal error: {detail}"))
         })

@@ -8,7 +8,7 @@
 //! [`COMMIT_SLICE`], so the sink thread notices a shutdown within a slice; the whole commit may
 //! take `kafka.transaction_timeout_ms` (then it is a transient error: the attempt ends and the
 //! next one fences), or, once shutdown was requested, until the shutdown budget's
-//! `finish_by` (then [`crate::error::Error::Unfinished`]). A commit given up on is never
+//! `finish_by` (then [`crate::error::ErrorKind::Unfinished`]). A commit given up on is never
 //! counted as committed: its outcome is settled by the next `init_transactions`.
 //!
 //! **Abort.** After a failure the open transaction is aborted, waiting at most

@@ -120,7 +120,7 @@ fn routed<T>(
         if router.table_included(&db, &table)
             && router
                 .route(&db, &table)
-                .map_err(|e| Error::definite(e.to_string()))?
+                .map_err(Error::definite_from)?
                 .is_some()
         {
             out.push((db, table, extra));

@@ -158,9 +158,7 @@ impl Snapshotter {
             }
         }
         let target = if self.router.table_included(db, table) {
-            self.router
-                .route(db, table)
-                .map_err(|e| Error::definite(e.to_string()))?
+            self.router.route(db, table).map_err(Error::definite_from)?
         } else {
             None
         };

@@ -45,9 +45,7 @@ impl Assembler {
         if !self.router.table_included(db, table) {
             return Ok(None);
         }
-        self.router
-            .route(db, table)
-            .map_err(|e| Error::definite(e.to_string()))
+        self.router.route(db, table).map_err(Error::definite_from)
     }
 
     /// A statement that may be DDL: tracks the shape of included tables and emits one

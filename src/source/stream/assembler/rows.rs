@@ -27,8 +27,9 @@ impl Assembler {
             .copied()
             .filter(|l| *l == 6 || *l == 8)
             .unwrap_or(8);
-        let hdr = parse_rows_event(etype, post_header_len, ev.data())
-            .map_err(|e| Error::definite(format!("rows event at {}: {e}", self.at(start_pos))))?;
+        let hdr = parse_rows_event(etype, post_header_len, ev.data()).map_err(|e| {
+            Error::definite(format!("rows event at {}: {e}", self.at(start_pos))).caused_by(e)
+        })?;
         let Some(entry) = self.tables.get(&hdr.table_id) else {
             return Err(Error::definite(format!(
                 "rows event for unknown table id {} at {} (no TABLE_MAP before it)",
@@ -65,6 +66,7 @@ impl Assembler {
                 "decoding rows of {}.{} at {at}: {e}",
                 ctx.schema.db, ctx.schema.table
             ))
+            .caused_by(e)
         })?;
         if !txn.begun {
             txn.begun = true;

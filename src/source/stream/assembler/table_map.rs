@@ -47,7 +47,7 @@ impl Assembler {
         let route = if self.router.table_included(&db, &table) {
             self.router
                 .route(&db, &table)
-                .map_err(|e| Error::definite(e.to_string()))?
+                .map_err(Error::definite_from)?
         } else {
             None
         };
