@@ -79,6 +79,8 @@ struct Shared {
     seen: Vec<AtomicU64>,
     /// Requests that had to wait because they were held.
     held_count: AtomicU64,
+    /// `held_count` when the latest [`KafkaProxy::hold`] began.
+    held_at_hold: AtomicU64,
     /// Connections accepted.
     accepted: AtomicU64,
     /// Live connections (both sockets), for resets.
@@ -149,6 +151,7 @@ impl KafkaProxy {
             stop: AtomicBool::new(false),
             seen: (0..128).map(|_| AtomicU64::new(0)).collect(),
             held_count: AtomicU64::new(0),
+            held_at_hold: AtomicU64::new(0),
             accepted: AtomicU64::new(0),
             conns: Mutex::new(Vec::new()),
         });
@@ -169,7 +172,12 @@ impl KafkaProxy {
     /// Holds every request with one of these api keys (and what follows it on its
     /// connection) until [`KafkaProxy::release`].
     pub fn hold(&self, keys: &[i16]) {
-        self.shared.faults().held.extend(keys.iter().copied());
+        let mut faults = self.shared.faults();
+        self.shared
+            .held_at_hold
+            .store(self.held_count(), Ordering::Relaxed);
+        faults.held.extend(keys.iter().copied());
+        drop(faults);
         self.shared.changed.notify_all();
     }
 
@@ -212,9 +220,11 @@ impl KafkaProxy {
         self.shared.held_count.load(Ordering::Relaxed)
     }
 
-    /// Waits until a request with `key` is being held, up to `timeout`.
+    /// Waits, up to `timeout`, until a request has been held since the latest
+    /// [`KafkaProxy::hold`] — also one held before this call: a test that holds, then writes,
+    /// then waits must not miss a request its write caused while the write was still running.
     pub fn wait_held(&self, timeout: Duration) -> bool {
-        let before = self.held_count();
+        let before = self.shared.held_at_hold.load(Ordering::Relaxed);
         let deadline = Instant::now() + timeout;
         while Instant::now() < deadline {
             if self.held_count() > before {
