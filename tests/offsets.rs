@@ -685,7 +685,11 @@ async fn a_committed_offset_in_the_shared_topic_is_moved_over_once(flavor: Flavo
     // The snapshot reads the 50 rows there at the start; rows inserted before its chunk is
     // read would be read by it too (a read after their create, as the watermark algorithm
     // allows), so the next rows wait for it.
-    assert_eq!(ops(&committed(&topic, 50), "r"), 50, "[{name}] the snapshot");
+    assert_eq!(
+        ops(&committed(&topic, 50), "r"),
+        50,
+        "[{name}] the snapshot"
+    );
     exec(
         &mut c,
         &[&flavor.insert_seq(&format!("{db}.t"), 51, 100, "b")],
