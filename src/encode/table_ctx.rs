@@ -91,12 +91,7 @@ pub fn route_key_idx(
                          have (columns: {}); fix `key_columns`",
                         schema.db,
                         schema.table,
-                        schema
-                            .columns
-                            .iter()
-                            .map(|c| c.name.as_str())
-                            .collect::<Vec<_>>()
-                            .join(", ")
+                        schema.column_list()
                     ))
                 })
         })

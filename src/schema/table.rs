@@ -49,6 +49,15 @@ impl From<crate::model::Flavor> for ServerFlavor {
 }
 
 impl TableSchema {
+    /// The column names in table order, joined by ", " (for messages).
+    pub fn column_list(&self) -> String {
+        self.columns
+            .iter()
+            .map(|c| c.name.as_str())
+            .collect::<Vec<_>>()
+            .join(", ")
+    }
+
     /// Column indexes of the primary key, in key order (empty: no primary key).
     pub fn key_columns(&self) -> &[usize] {
         &self.primary_key

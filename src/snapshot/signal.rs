@@ -407,12 +407,7 @@ fn text(schema: &TableSchema, row: &[Value], name: &str) -> Result<Option<String
             "the signal table {table} has no column `{name}` (columns: {}); expected the \
              columns id, type and data (CREATE TABLE ... (id VARCHAR(42) PRIMARY KEY, type \
              VARCHAR(32) NOT NULL, data VARCHAR(2048) NULL))",
-            schema
-                .columns
-                .iter()
-                .map(|c| c.name.as_str())
-                .collect::<Vec<_>>()
-                .join(", ")
+            schema.column_list()
         ));
     };
     let column = &schema.columns[i];
