@@ -12,6 +12,7 @@ use apache_avro::types::Value as AV;
 use apache_avro::{Decimal, Schema};
 use criterion::{criterion_group, criterion_main, Criterion};
 
+use sluice::binlog::rows::{RowImage, RowsKind};
 use sluice::config::route::RouteTarget;
 use sluice::config::Format;
 use sluice::encode::avro::{AvroEncoder, AvroOptions, SchemaIds};
@@ -19,7 +20,6 @@ use sluice::encode::json::JsonEncoder;
 use sluice::encode::json_value::days_from_civil;
 use sluice::pipeline::{TableCtx, TxnMeta};
 use sluice::schema::{Column, ColumnKind, TableSchema};
-use sluice::source::rows::{RowImage, RowsKind};
 use sluice::value::Value;
 
 fn col(name: &str, kind: ColumnKind, nullable: bool) -> Column {

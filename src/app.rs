@@ -13,11 +13,15 @@ use std::time::Duration;
 use rdkafka::config::ClientConfig;
 use tokio::sync::watch;
 
+use crate::capture::seed;
+use crate::capture::{self, SkipSet, SourceSettings};
 use crate::config::route::Router;
 use crate::config::topics::{SHARED_OFFSETS_TOPIC, SHARED_SCHEMA_HISTORY_TOPIC};
 use crate::config::{Config, OnPurged};
 use crate::error::{Error, ErrorKind, Result};
 use crate::metrics;
+use crate::mysql::preflight;
+use crate::mysql::server;
 use crate::pipeline::CHANNEL_CAPACITY;
 use crate::position::StartSpec;
 use crate::retry::{AttemptHealth, Backoff, Decision};
@@ -25,9 +29,6 @@ use crate::shutdown::{self, ShutdownClock};
 use crate::sink::topics::TopicSettings;
 use crate::sink::{self, SinkSettings, SinkStats};
 use crate::snapshot::adhoc::Inbox;
-use crate::source::preflight;
-use crate::source::stream::{self, SkipSet, SourceSettings};
-use crate::source::{seed, server};
 
 mod checks;
 pub use checks::preflight;
@@ -121,7 +122,7 @@ pub async fn run_with(
     shutdown: watch::Receiver<bool>,
     options: RunOptions,
 ) -> Result<()> {
-    crate::source::query::set_timeout(cfg.source.query_timeout());
+    crate::mysql::query::set_timeout(cfg.source.query_timeout());
     let router =
         Arc::new(Router::new(&cfg).map_err(|e| Error::definite(format!("configuration: {e}")))?);
     check_signal_table(&cfg, &router)?;
@@ -148,7 +149,7 @@ pub async fn run_with(
     let skip: SkipSet = SkipSet::default();
     let stats = Arc::new(SinkStats::default());
     let reporter = tokio::spawn(report(stats.clone()));
-    let retention = tokio::spawn(crate::source::retention::watch(
+    let retention = tokio::spawn(crate::mysql::retention::watch(
         server::ConnectOptions::from_config(&cfg.source),
     ));
     let m = metrics::global();
@@ -479,7 +480,7 @@ async fn attempt(run: &Running<'_>, shutdown: watch::Receiver<bool>) -> Result<(
                 r
             }
             _ => {
-                stream::resolve_start(
+                capture::resolve_start(
                     &mut conn,
                     &info,
                     committed.as_ref().map(|r| &r.position),
@@ -530,7 +531,7 @@ async fn attempt(run: &Running<'_>, shutdown: watch::Receiver<bool>) -> Result<(
         };
         // The stream runs on its own replication connection.
         drop(conn);
-        stream::run(&settings, &info, resume, tx, skip.clone(), shutdown).await
+        capture::run(&settings, &info, resume, tx, skip.clone(), shutdown).await
     };
     let source_result = tokio::select! {
         biased;

@@ -1,10 +1,12 @@
 //! sluice: exactly-once MySQL/MariaDB binlog → Apache Kafka change data capture.
 //!
 //! ```text
-//!  app: preflight ─▶ sink: init_transactions (fences older instances)
+//!  app: preflight (mysql::preflight) ─▶ sink: init_transactions (fences older instances)
 //!                      └▶ offsets store: last committed position (read_committed)
-//!  source: binlog stream from that position (source::replication, source::stream)
-//!     ─▶ schema (TABLE_MAP + tracked definitions) ─▶ rows (source::rows → model::RowImage)
+//!  mysql: binlog dump from that position (mysql::replication)
+//!     ─▶ binlog: events checked and parsed (binlog::verify, events, payload, table_map)
+//!     ─▶ capture: whole source transactions (capture::assembler, capture::pump)
+//!     ─▶ schema (TABLE_MAP + tracked definitions) ─▶ rows (binlog::rows → model::RowImage)
 //!     ─▶ router (config::route: table → topic, key) ─▶ [bounded channel of pipeline::Change]
 //!     ─▶ sink thread: encode (JSON or Avro) ─▶ produce rows of whole source transactions
 //!                      + one offset record ─▶ commit_transaction (all-or-nothing)
@@ -17,12 +19,15 @@
 
 pub mod api;
 pub mod app;
+pub mod binlog;
+pub mod capture;
 pub mod channel;
 pub mod config;
 pub mod encode;
 pub mod error;
 pub mod metrics;
 pub mod model;
+pub mod mysql;
 pub mod ops;
 pub mod pipeline;
 pub mod position;
@@ -32,5 +37,4 @@ pub mod schema;
 pub mod shutdown;
 pub mod sink;
 pub mod snapshot;
-pub mod source;
 pub mod value;

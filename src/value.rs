@@ -1,7 +1,7 @@
 //! One decoded cell of a binlog row image.
 //!
 //! [`Value`] is the owned, schema-independent result of decoding a single column
-//! of a MySQL/MariaDB row image (see `crate::source::rows`).  It is deliberately
+//! of a MySQL/MariaDB row image (see `crate::binlog::rows`).  It is deliberately
 //! small (32 bytes) and cheap to move: fixed-width types are stored inline, only
 //! strings, blobs, decimals, JSON and geometry own a heap buffer.
 //!

@@ -22,6 +22,7 @@ use mysql_async::prelude::*;
 use mysql_async::BinlogStreamRequest;
 use mysql_common::binlog::events::EventData;
 
+use sluice::binlog::rows::{is_rows_event, parse_rows_event, RowDecoder, RowImage};
 use sluice::config::route::RouteTarget;
 use sluice::config::Format;
 use sluice::encode::avro::{column_datum, AvroEncoder, AvroOptions};
@@ -31,7 +32,6 @@ use sluice::encode::json_value::write_json_value;
 use sluice::pipeline::{TableCtx, TxnMeta};
 use sluice::schema::{ServerFlavor, TableSchema};
 use sluice::snapshot::{decode_row, select_list, SESSION_SETUP};
-use sluice::source::rows::{is_rows_event, parse_rows_event, RowDecoder, RowImage};
 use sluice::value::Value;
 use support::matrix::{create_tables, matrix};
 use support::*;

@@ -277,8 +277,8 @@ async fn a_pipeline_streams_over_verified_tls(flavor: Flavor) {
 async fn the_replication_connection_authenticates(flavor: Flavor) {
     use sluice::config::{SourceUrl, SslMode};
     use sluice::error::ErrorKind;
-    use sluice::source::replication::Replication;
-    use sluice::source::server::ConnectOptions;
+    use sluice::mysql::replication::Replication;
+    use sluice::mysql::server::ConnectOptions;
 
     let options = |user: &str, pass: &str, mode: SslMode| ConnectOptions {
         url: SourceUrl::parse(&format!("mysql://{user}:{pass}@127.0.0.1:{}", flavor.port))

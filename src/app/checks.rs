@@ -1,5 +1,5 @@
 //! The preflight `sluice check` prints and `sluice run` starts with: the source's checks
-//! (`crate::source::preflight`), then Kafka (reachable, topics creatable, the offsets and
+//! (`crate::mysql::preflight`), then Kafka (reachable, topics creatable, the offsets and
 //! schema-history topics' shape, the committed offset) and the schema registry.
 
 use std::time::Duration;
@@ -9,15 +9,15 @@ use rdkafka::config::ClientConfig;
 use super::{client_config, sink_settings, start_spec};
 use crate::config::{Config, OnPurged};
 use crate::error::{Error, Result};
+use crate::mysql::preflight::{self, CheckItem};
+use crate::mysql::server;
 use crate::position::StartSpec;
 use crate::sink::reader::Until;
 use crate::sink::{self, SinkSettings};
-use crate::source::preflight::{self, CheckItem};
-use crate::source::server;
 
 /// Runs preflight checks against the source and Kafka; returns all items.
 pub async fn preflight(cfg: &Config) -> Result<Vec<CheckItem>> {
-    crate::source::query::set_timeout(cfg.source.query_timeout());
+    crate::mysql::query::set_timeout(cfg.source.query_timeout());
     let connect = server::ConnectOptions::from_config(&cfg.source);
     let mut conn = server::connect(&connect).await?;
     let info = server::server_info(&mut conn).await?;
@@ -79,7 +79,7 @@ pub async fn preflight(cfg: &Config) -> Result<Vec<CheckItem>> {
         )),
     }
     let _ =
-        crate::source::query::Timed::timed(conn.disconnect(), "closing the preflight connection")
+        crate::mysql::query::Timed::timed(conn.disconnect(), "closing the preflight connection")
             .await;
     Ok(items)
 }

@@ -1,6 +1,6 @@
 //! Row changes as every stage sees them: a [`RowImage`] (before and after values, one per
 //! table column) and the [`RowsKind`] of the event or snapshot read that produced it. Pure
-//! data; the binlog decoder (`source::rows`) and the snapshot reader make them, the encoders
+//! data; the binlog decoder (`binlog::rows`) and the snapshot reader make them, the encoders
 //! read them.
 
 use crate::value::Value;

@@ -11,7 +11,7 @@ use super::column::{Column, ColumnKind, BINARY_CHARSET};
 use super::error::SchemaError;
 use super::map_metadata::{ColumnFacts, MapMetadata};
 use super::table::{ServerFlavor, TableSchema};
-use super::table_map::{OptionalMetadata, RawColumn, RawTableMap, RealType};
+use crate::binlog::table_map::{OptionalMetadata, RawColumn, RawTableMap, RealType};
 
 impl TableSchema {
     /// Builds the schema from a `TABLE_MAP` event, inferring the server flavor.

@@ -12,7 +12,7 @@
 //! binlog at "now" reads them after taking that position, with no DDL running in between (or
 //! re-reads them if one may have run).
 
-use crate::source::query::Timed;
+use crate::mysql::query::Timed;
 use std::collections::HashMap;
 
 use mysql_async::prelude::*;

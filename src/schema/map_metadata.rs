@@ -9,7 +9,7 @@
 use super::column::{decode_text, BINARY_CHARSET};
 use super::error::SchemaError;
 use super::table::ServerFlavor;
-use super::table_map::{OptionalMetadata, RawColumn, RawTableMap, RealType};
+use crate::binlog::table_map::{OptionalMetadata, RawColumn, RawTableMap, RealType};
 
 /// What a column needs beyond its binlog type and type metadata.
 #[derive(Debug, Clone, Default)]
@@ -153,7 +153,7 @@ fn member_strings(values: Option<Vec<Vec<u8>>>, charset: u16) -> Vec<String> {
 }
 
 /// The column types that get a SIGNEDNESS bit, YEAR (13) aside; see [`signedness`].
-pub(super) fn is_numeric_type(t: u8) -> bool {
+pub(crate) fn is_numeric_type(t: u8) -> bool {
     matches!(t, 0 | 1 | 2 | 3 | 4 | 5 | 8 | 9 | 246)
 }
 

@@ -21,8 +21,8 @@
 //!   (unsupported binlog types are rejected here with [`SchemaError::UnsupportedType`]).
 //!
 //! The table map is read from its serialized bytes (via mysql_common's
-//! `MySerialize`) by a bounds-checked parser in this module, which is shared with
-//! the row decoder (`crate::source::rows`) so both agree on types and metadata.
+//! `MySerialize`) by the bounds-checked parser in `crate::binlog::table_map`, which is shared
+//! with the row decoder (`crate::binlog::rows`) so both agree on types and metadata.
 
 pub mod column;
 pub mod ddl;
@@ -32,18 +32,12 @@ pub mod tracked;
 mod error;
 mod from_def;
 mod from_map;
-mod map_metadata;
-mod reader;
+pub(crate) mod map_metadata;
 mod table;
-mod table_map;
-#[cfg(test)]
-pub(crate) mod test_support;
 #[cfg(test)]
 mod tests;
 mod with_def;
 
 pub use self::error::{ColumnTypeMismatch, SchemaError, SchemaMismatch};
-pub(crate) use self::reader::Reader;
 pub use self::table::{ServerFlavor, TableSchema};
-pub(crate) use self::table_map::{RawTableMap, RealType};
 pub use column::{charset_kind, decode_text, CharsetKind, Column, ColumnKind, BINARY_CHARSET};

@@ -2,9 +2,10 @@
 //! layouts, signedness, malformed input, and table maps completed by a tracked definition.
 
 use super::map_metadata::signedness;
-use super::test_support::*;
 use super::tracked::TableDef;
 use super::*;
+use crate::binlog::table_map::RawTableMap;
+use crate::binlog::table_map_builder::*;
 
 fn sample() -> TableMapBuilder {
     let cols = vec![

@@ -12,8 +12,8 @@ use super::column::BINARY_CHARSET;
 use super::error::{ColumnTypeMismatch, SchemaMismatch};
 use super::map_metadata::MapMetadata;
 use super::table::{ServerFlavor, TableSchema};
-use super::table_map::{OptionalMetadata, RawColumn, RawTableMap, RealType};
 use super::tracked::{self, ColumnDef, TableDef};
+use crate::binlog::table_map::{OptionalMetadata, RawColumn, RawTableMap, RealType};
 
 impl TableSchema {
     /// Builds the schema from a `TABLE_MAP` event and the tracked definition of its table

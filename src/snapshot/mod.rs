@@ -9,7 +9,7 @@
 //!
 //! The one rule of this module: **a value does not depend on how it was read**. For every
 //! column type, [`values`] turns what a `SELECT` returns into exactly the [`crate::value::Value`]
-//! the binlog row decoder (`crate::source::rows`) yields for the same stored value, so the JSON
+//! the binlog row decoder (`crate::binlog::rows`) yields for the same stored value, so the JSON
 //! and Avro encoders write the same bytes for a snapshot row as for the insert that wrote it:
 //!
 //! * the session is set up first ([`SESSION_SETUP`]: UTC, results in the stored bytes, an

@@ -11,7 +11,7 @@ use tokio::sync::mpsc;
 
 use super::reader::{ReadOutcome, ReadRequest, Reader};
 use crate::error::{Error, Result};
-use crate::source::server::{ConnectOptions, ServerInfo};
+use crate::mysql::server::{ConnectOptions, ServerInfo};
 
 /// `parallelism` chunk readers, each on its own connection, taking requests from one queue.
 pub struct Pool {

@@ -13,11 +13,11 @@ use super::progress::KeyValue;
 use super::values::{decode_row, select_list, SESSION_SETUP};
 use super::window::Watermark;
 use crate::error::{mysql_error, Error, Result};
+use crate::mysql::query::Timed;
+use crate::mysql::server::{self, ConnectOptions, Flavor, ServerInfo};
 use crate::position::FilePos;
 use crate::schema::information_schema::load_table_schema;
 use crate::schema::{ServerFlavor, TableSchema};
-use crate::source::query::Timed;
-use crate::source::server::{self, ConnectOptions, Flavor, ServerInfo};
 use crate::value::Value;
 
 /// The purpose of a snapshot transaction's `COMMIT`, for a timeout's message.

@@ -36,7 +36,7 @@
 //!
 //! MySQL returns a JSON column as its own text rendering of the binary document (`{"a": 1.0}`);
 //! the binlog decoder renders the binary document itself, to the same text without the blanks
-//! after `,` and `:` (`crate::source::rows::jsonb_to_json`, which writes numbers and opaque values
+//! after `,` and `:` (`crate::binlog::rows::jsonb_to_json`, which writes numbers and opaque values
 //! as the server does). [`compact_json`] removes those blanks and re-escapes strings the way the
 //! decoder does, keeping every number token as the server wrote it.
 

@@ -9,11 +9,11 @@
 use std::sync::Arc;
 
 use super::{Slot, Snapshotter, State};
+use crate::capture::Tracker;
 use crate::error::{Error, Result};
 use crate::model::{RowImage, RowsKind};
 use crate::pipeline::{route_key_idx, Change, TableCtx, TxnMeta};
 use crate::schema::TableSchema;
-use crate::source::stream::Tracker;
 
 /// Rows per `Change::Rows` of an emitted chunk.
 const ROWS_PER_CHANGE: usize = 1024;

@@ -18,7 +18,7 @@
 //! Invariant: the files are layered. This one imports none of the others, and they import
 //! only this one's items (a method in one may call a method in another), so the stream, which
 //! names only the type, does not import `emit`, the one file that names its
-//! [`crate::source::stream::Tracker`].
+//! [`crate::capture::Tracker`].
 
 mod emit;
 mod observe;
@@ -39,9 +39,9 @@ use super::signal::Signal;
 use super::window::{Place, Watermark, Window};
 use crate::config::route::Router;
 use crate::config::SnapshotConfig;
+use crate::mysql::server::{ConnectOptions, ServerInfo};
 use crate::pipeline::TableCtx;
 use crate::schema::TableSchema;
-use crate::source::server::{ConnectOptions, ServerInfo};
 use crate::value::Value;
 
 /// A chunk read and reconciled, waiting for the stream to pass its watermark.

@@ -9,10 +9,10 @@
 //! commits it exactly once; a signal's, with the signal's own transaction.
 
 use super::{Plan, Snapshotter};
+use crate::mysql::server::Flavor;
 use crate::snapshot::adhoc::{parse_table_name, Accepted, AdhocRequest, Rejected};
 use crate::snapshot::progress::TableProgress;
 use crate::snapshot::signal::Signal;
-use crate::source::server::Flavor;
 
 impl Snapshotter {
     /// Acts on the signals of the transaction that commits now, so what they ask commits with

@@ -3,14 +3,14 @@
 //! add tables and commit with their transaction.
 
 use super::*;
+use crate::capture::Tracker;
 use crate::model::{RowImage, RowsKind};
+use crate::mysql::server::Flavor;
 use crate::pipeline::Change;
 use crate::position::FilePos;
 use crate::schema::{Column, ColumnKind};
 use crate::snapshot::adhoc::{AdhocRequest, Rejected};
 use crate::snapshot::reader::{ChunkRead, Read, ReadOutcome, ReadRequest};
-use crate::source::server::Flavor;
-use crate::source::stream::Tracker;
 
 fn config() -> crate::config::Config {
     let text = r#"

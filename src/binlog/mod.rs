@@ -1,0 +1,18 @@
+//! The binlog's bytes, read without any server: every event checked before it is decoded, the
+//! events that `mysql_common` has no types for, TRANSACTION_PAYLOAD streamed, the `TABLE_MAP`
+//! parser and its bounds-checked reader, and the rows events decoded into row images
+//! (`rows`, with MySQL's partial JSON updates applied by `json_diff`).
+//!
+//! Nothing here does I/O; no input can make it panic.
+
+pub mod events;
+#[cfg(test)]
+pub mod fixtures;
+mod json_diff;
+pub mod payload;
+pub(crate) mod reader;
+pub mod rows;
+pub(crate) mod table_map;
+#[cfg(test)]
+pub(crate) mod table_map_builder;
+pub mod verify;

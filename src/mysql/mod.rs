@@ -1,0 +1,16 @@
+//! The source server: query connections (connecting, flavour, settings, positions), the
+//! preflight checks, binlog retention, the timeout of every query round trip, and sluice's own
+//! replication connection with its packet framing and the meaning of the server's refusals.
+//!
+//! In files, each using only files listed before it: `query` (the timeout of a round trip),
+//! `server` (connecting and reading the server's state), `binlog_errors` (what a refused dump
+//! means), `packet` (protocol packets, read cancel-safely), `replication` (the dump connection),
+//! `preflight` (the checks of `sluice check`), `retention` (how long the binlog is kept).
+
+pub mod binlog_errors;
+pub mod packet;
+pub mod preflight;
+pub mod query;
+pub mod replication;
+pub mod retention;
+pub mod server;
