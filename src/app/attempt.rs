@@ -1,0 +1,286 @@
+//! One attempt: the sink thread started (fencing, the committed state read), the source
+//! connected at the committed offset, and the stream run until shutdown, a pause or an error.
+
+use crate::capture::seed;
+use crate::capture::{self, SkipSet, SourceSettings};
+use crate::config::route::Router;
+use crate::config::{Config, OnPurged};
+use crate::error::{Error, ErrorKind, Result};
+use crate::metrics;
+use crate::mysql::preflight;
+use crate::mysql::server;
+use crate::pipeline::CHANNEL_CAPACITY;
+use crate::position::StartSpec;
+use crate::shutdown::{self, ShutdownClock};
+use crate::sink::{self, SinkStats};
+use crate::snapshot::adhoc::Inbox;
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::sync::watch;
+
+use super::{client_config, sink_settings, RunOptions};
+
+/// What every attempt of a run shares.
+pub(super) struct Running<'a> {
+    pub(super) cfg: &'a Config,
+    pub(super) router: &'a Arc<Router>,
+    pub(super) start: &'a StartSpec,
+    pub(super) skip: &'a SkipSet,
+    pub(super) stats: &'a Arc<SinkStats>,
+    pub(super) inbox: &'a Inbox,
+    pub(super) ops: &'a crate::ops::Ops,
+    pub(super) options: RunOptions,
+    pub(super) clock: &'a ShutdownClock,
+    /// The run's shutdown signal (the attempt's stop signal also turns on a pause).
+    pub(super) shutdown: &'a watch::Receiver<bool>,
+}
+
+impl Running<'_> {
+    /// Waits for the sink thread to end; after a shutdown, at most until the budget's
+    /// `abort_by` (then the thread is left to die with the process; see [`shutdown`]).
+    pub(super) async fn join(&self, thread: std::thread::JoinHandle<Result<()>>) -> Result<()> {
+        let doing = "the Kafka sink's last transaction";
+        shutdown::bounded(self.clock, self.shutdown, doing, join_sink(thread)).await
+    }
+}
+
+pub(super) async fn attempt(run: &Running<'_>, shutdown: watch::Receiver<bool>) -> Result<()> {
+    let Running {
+        cfg,
+        router,
+        start,
+        skip,
+        stats,
+        inbox,
+        ops,
+        options,
+        clock,
+        shutdown: _,
+    } = *run;
+    let (tx, rx) = crate::channel::channel(CHANNEL_CAPACITY, cfg.source.channel_max_bytes);
+    let mut settings = sink_settings(cfg);
+    settings.shutdown = clock.clone();
+    let sink::SinkHandle { thread, ready } = sink::start(
+        settings,
+        rx,
+        stats.clone(),
+        tokio::runtime::Handle::current(),
+    );
+    let opening = async { Ok(ready.await) };
+    let doing = "starting the Kafka sink (fencing, reading the committed offset)";
+    let (committed, history) = match shutdown::bounded(clock, run.shutdown, doing, opening).await? {
+        Ok(Ok(c)) => (c.offset, c.history),
+        Ok(Err(e)) => return Err(e),
+        Err(_) => return run.join(thread).await,
+    };
+    if committed.is_none() {
+        if let Err(e) = guard_lost_offsets(cfg, router, history.len(), options).await {
+            // Nothing was produced: the sink ends without writing.
+            drop(tx);
+            let _ = run.join(thread).await;
+            return Err(e);
+        }
+    }
+    if let Some(r) = &committed {
+        let m = metrics::global();
+        m.resumed_from(Some(&r.position), r.source_ts_ms);
+        if let Some(p) = &r.snapshot {
+            m.snapshot_progress(p);
+        }
+    }
+    if let Some(p) = committed.as_ref().and_then(|r| r.snapshot.as_ref()) {
+        if p.then_stop && p.done() {
+            tracing::info!(
+                rows = p.total_rows(),
+                "the snapshot (start = \"snapshot_only\") is complete; nothing left to do"
+            );
+            drop(tx);
+            return run.join(thread).await;
+        }
+    }
+    // The source stops at once on shutdown (or pause), wherever it is: connecting, resolving
+    // the start, streaming. Dropping it drops `tx`, and the sink finishes as at any stop.
+    let mut stop = shutdown.clone();
+    let source = async {
+        let connect = server::ConnectOptions::from_config(&cfg.source);
+        let mut conn = server::connect(&connect).await?;
+        let info = server::server_info(&mut conn).await?;
+        match server::tls_status(&mut conn).await {
+            Ok(Some(tls)) => {
+                tracing::info!(ssl_mode = %connect.ssl_mode, %tls, "connected to the source over TLS")
+            }
+            Ok(None) => {
+                tracing::info!(ssl_mode = %connect.ssl_mode, "connected to the source in plaintext (no TLS)")
+            }
+            Err(e) => tracing::warn!(error = %e, "cannot read the source connection's TLS status"),
+        }
+        // The committed position is gone from the server and the operator asked for a new
+        // snapshot then: start over as a new pipeline would with start = "initial".
+        let mut committed = committed.clone();
+        let mut start = start;
+        if let (Some(r), OnPurged::Resnapshot) = (&committed, cfg.snapshot.on_purged) {
+            let item =
+                preflight::check_position(&mut conn, &info, &r.position, "committed offset").await;
+            if let Some(problem) = item.problem {
+                tracing::warn!(position = %r.position, %problem, "the committed position was purged; taking a new snapshot (snapshot.on_purged = \"resnapshot\")");
+                committed = None;
+                start = &StartSpec::Initial;
+            }
+        }
+        let mut resume = match (&committed, start) {
+            // A new pipeline at "now": the included tables' definitions at that position.
+            (None, StartSpec::Latest) => seed::latest_with_defs(&mut conn, &info, router).await?,
+            // The same, and a snapshot of the tables read while streaming from there.
+            (None, StartSpec::Initial | StartSpec::SnapshotOnly) => {
+                let mut r = seed::latest_with_defs(&mut conn, &info, router).await?;
+                let then_stop = matches!(start, StartSpec::SnapshotOnly);
+                r.snapshot = Some(seed::plan_snapshot(&mut conn, router, then_stop).await?);
+                r
+            }
+            _ => {
+                capture::resolve_start(
+                    &mut conn,
+                    &info,
+                    committed.as_ref().map(|r| &r.position),
+                    start,
+                )
+                .await?
+            }
+        };
+        if let Some(r) = &committed {
+            resume.tracker.xa_prepared = r.xa_prepared.clone();
+            resume.snapshot = r.snapshot.clone();
+        }
+        // The schema history committed with the offset: the shapes at that position.
+        if committed.is_some() {
+            for ((db, table), bytes) in &history {
+                let def: crate::schema::tracked::TableDef =
+                    serde_json::from_slice(bytes).map_err(|e| {
+                        Error::definite(format!(
+                            "the schema history record of {db}.{table} in `{}` is not a table \
+                             definition sluice can read ({e}); was it written by a newer sluice?",
+                            cfg.schema_history_topic()
+                        ))
+                    })?;
+                resume.defs.push(def);
+            }
+        }
+        match &committed {
+            Some(r) => tracing::info!(position = %r.position, "resuming from the committed offset"),
+            None => tracing::info!(start = %start, "no committed offset; starting at source.start"),
+        }
+        let tables = table_infos(&resume.defs, router);
+        metrics::global().register_tables(tables.iter().map(|t| t.table.as_str()));
+        ops.set_tables(tables);
+        let snapshotting = resume.snapshot.as_ref().is_some_and(|p| !p.done());
+        metrics::global().set_state(if snapshotting {
+            "snapshotting"
+        } else {
+            "streaming"
+        });
+        let settings = SourceSettings {
+            connect,
+            server_id: cfg.source.server_id,
+            heartbeat: cfg.source.heartbeat(),
+            router: router.clone(),
+            snapshot: cfg.snapshot.clone(),
+            adhoc: Some(inbox.clone()),
+            max_event_bytes: cfg.source.max_event_bytes,
+        };
+        // The stream runs on its own replication connection.
+        drop(conn);
+        capture::run(&settings, &info, resume, tx, skip.clone(), shutdown).await
+    };
+    let source_result = tokio::select! {
+        biased;
+        r = source => r,
+        _ = stop.wait_for(|s| *s) => Ok(()),
+    };
+    let sink_result = run.join(thread).await;
+    match (source_result, sink_result) {
+        // A sink failure explains why the source stopped; fenced/definite win over transient.
+        (Ok(()), s) => s,
+        (Err(e), Ok(())) => Err(e),
+        (Err(se), Err(ke)) => {
+            if ke.kind() != ErrorKind::Transient {
+                Err(ke)
+            } else {
+                Err(se)
+            }
+        }
+    }
+}
+
+/// No committed offset: refuse to start at `source.start` when the pipeline's past is visible
+/// (see [`sink::past`]), unless `--start-over` asked for it.
+async fn guard_lost_offsets(
+    cfg: &Config,
+    router: &Router,
+    history_entries: usize,
+    options: RunOptions,
+) -> Result<()> {
+    let look = sink::past::Look {
+        client: client_config(cfg),
+        history: (cfg.schema_history_topic(), history_entries),
+        patterns: router.topic_patterns(),
+        own_topics: vec![cfg.schema_changes_topic(), cfg.dlq_topic()],
+        skip: vec![cfg.offsets_topic(), cfg.schema_history_topic()],
+        timeout: Duration::from_secs(30),
+    };
+    let found = tokio::task::spawn_blocking(move || sink::past::evidence(&look))
+        .await
+        .map_err(|e| Error::definite(format!("the lost-offsets check failed: {e}")))??;
+    if found.is_empty() {
+        return Ok(());
+    }
+    if options.start_over {
+        tracing::warn!(found = %found.join("; "), start = %cfg.source.start, "no committed offset although the pipeline ran before; starting over at source.start (--start-over)");
+        return Ok(());
+    }
+    Err(sink::past::refusal(
+        &cfg.name,
+        &cfg.offsets_topic(),
+        &cfg.source.start,
+        &found,
+    ))
+}
+
+/// The included tables as `GET /tables` shows them.
+fn table_infos(
+    defs: &[crate::schema::tracked::TableDef],
+    router: &Router,
+) -> Vec<crate::ops::TableInfo> {
+    let mut out: Vec<crate::ops::TableInfo> = defs
+        .iter()
+        .filter_map(|d| {
+            let target = router.route(&d.db, &d.table).ok().flatten()?;
+            let (key_columns, key_source) = if !target.key_columns.is_empty() {
+                (target.key_columns.clone(), "route key_columns")
+            } else if !d.primary_key.is_empty() {
+                (d.primary_key.clone(), "primary key")
+            } else {
+                (Vec::new(), "none")
+            };
+            Some(crate::ops::TableInfo {
+                table: format!("{}.{}", d.db, d.table),
+                topic: target.topic,
+                format: match target.format {
+                    crate::config::Format::Json => "json",
+                    crate::config::Format::Avro => "avro",
+                }
+                .to_string(),
+                key_columns,
+                key_source: key_source.to_string(),
+            })
+        })
+        .collect();
+    out.sort_by(|a, b| a.table.cmp(&b.table));
+    out
+}
+
+pub(super) async fn join_sink(thread: std::thread::JoinHandle<Result<()>>) -> Result<()> {
+    tokio::task::spawn_blocking(move || thread.join())
+        .await
+        .map_err(|e| Error::definite(format!("sink join failed: {e}")))?
+        .map_err(|_| Error::definite("the sink thread panicked"))?
+}

@@ -1,0 +1,323 @@
+//! Wiring: connects the stages, owns shutdown, restarts after transient errors.
+//!
+//! One *attempt* = start the sink thread (fence, read committed offset) → connect the source
+//! at that offset → stream until shutdown or error. A transient error ends the attempt: the
+//! source drops its side of the channel, the sink aborts a half-written source transaction
+//! (or commits one that ended at a boundary), and the next attempt starts again from the
+//! committed offset after a capped exponential backoff. A definite or fenced error stops.
+//!
+//! In files: `settings` (what the stages are given, from the configuration), `checks` (the
+//! preflight), `attempt` (one attempt); this file holds the run and its retry loop.
+
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio::sync::watch;
+
+use crate::capture::SkipSet;
+use crate::config::route::Router;
+use crate::config::Config;
+use crate::error::{Error, ErrorKind, Result};
+use crate::metrics;
+use crate::mysql::preflight;
+use crate::mysql::server;
+use crate::retry::{AttemptHealth, Backoff, Decision};
+use crate::shutdown::ShutdownClock;
+use crate::sink::SinkStats;
+
+mod attempt;
+mod checks;
+mod settings;
+use attempt::{attempt, Running};
+pub use checks::preflight;
+pub use settings::{client_config, committed_read_timeout, sink_settings, start_spec};
+
+/// How `sluice run` was asked to start.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct RunOptions {
+    /// `--start-over`: with no committed offset, start at `source.start` even though the
+    /// pipeline's past is visible (its schema history or records in its topics).
+    pub start_over: bool,
+}
+
+/// Runs the pipeline until a shutdown signal or a definite error.
+///
+/// Problems of the configuration alone stop at once. The preflight (source and Kafka reachable,
+/// server settings, grants, positions) is the first step of the first attempt: a problem an
+/// operator must fix stops (exit 1), a transient one (source unreachable, broker not up yet) is
+/// retried like any failed attempt.
+pub async fn run(cfg: Config, shutdown: watch::Receiver<bool>) -> Result<()> {
+    run_with(cfg, shutdown, RunOptions::default()).await
+}
+
+/// [`run`] with options.
+pub async fn run_with(
+    cfg: Config,
+    shutdown: watch::Receiver<bool>,
+    options: RunOptions,
+) -> Result<()> {
+    crate::mysql::query::set_timeout(cfg.source.query_timeout());
+    let router =
+        Arc::new(Router::new(&cfg).map_err(|e| Error::definite(format!("configuration: {e}")))?);
+    check_signal_table(&cfg, &router)?;
+    let start = start_spec(&cfg)?;
+    // Ad-hoc snapshot requests: the API holds the control, the stream the inbox. The control
+    // lives as long as the run (with the API disabled too), so the inbox never sees its
+    // senders gone while the pipeline runs.
+    let (control, inbox) = crate::snapshot::adhoc::channel();
+    let ops = crate::ops::Ops::new(&cfg, cfg.api.ready_max_lag_seconds);
+    metrics::global().set_chunk_size(cfg.snapshot.chunk_size as u64);
+    // the stream takes requests from here (wired separately)
+    let (api_stop, api_stop_rx) = watch::channel(false);
+    let api = if cfg.api.enabled {
+        let state = crate::api::ApiState::new(
+            control.clone(),
+            ops.clone(),
+            cfg.api.token().map(str::to_owned),
+        );
+        Some(crate::api::serve(&cfg.api, state, api_stop_rx).await?)
+    } else {
+        tracing::info!("api disabled (api.enabled = false)");
+        None
+    };
+    let skip: SkipSet = SkipSet::default();
+    let stats = Arc::new(SinkStats::default());
+    let reporter = tokio::spawn(report(stats.clone()));
+    let retention = tokio::spawn(crate::mysql::retention::watch(
+        server::ConnectOptions::from_config(&cfg.source),
+    ));
+    let m = metrics::global();
+    // Fixed at the shutdown request: bounds the sink's waits and the joins below.
+    let clock = ShutdownClock::new(cfg.shutdown_timeout());
+    tokio::spawn({
+        let (clock, mut sd) = (clock.clone(), shutdown.clone());
+        async move {
+            if sd.wait_for(|s| *s).await.is_ok() {
+                clock.request();
+            }
+        }
+    });
+    let mut backoff = Backoff::from_config(&cfg.source);
+    // The preflight passed once: later attempts go straight to the sink and the source.
+    let mut checked = false;
+    let result = loop {
+        if ops.is_paused() {
+            m.set_state("paused");
+            tracing::info!(
+                "paused: the source is stopped; POST /resume restarts it from the committed offset"
+            );
+            let mut paused = ops.paused_rx();
+            let mut sd = shutdown.clone();
+            tokio::select! {
+                _ = paused.wait_for(|p| !*p) => {}
+                _ = sd.wait_for(|s| *s) => break Ok(()),
+            }
+            tracing::info!("resumed");
+            backoff.reset();
+        }
+        m.set_state("starting");
+        let began = std::time::Instant::now();
+        let commits_before = stats.txns_committed.load(Ordering::Relaxed);
+        if !checked {
+            let mut sd = shutdown.clone();
+            let passed = tokio::select! {
+                r = startup_checks(&cfg) => r,
+                _ = sd.wait_for(|s| *s) => break Ok(()),
+            };
+            match passed {
+                Ok(()) => checked = true,
+                Err(e) if e.kind() == ErrorKind::Transient => {
+                    let health = AttemptHealth {
+                        ran_for: began.elapsed(),
+                        commits: 0,
+                    };
+                    match wait_to_retry(&cfg, &mut backoff, health, e, &shutdown, &ops).await {
+                        Ok(true) => continue,
+                        Ok(false) => break Ok(()),
+                        Err(e) => break Err(e),
+                    }
+                }
+                Err(e) => break Err(e),
+            }
+        }
+        let stop = attempt_stop(shutdown.clone(), ops.paused_rx());
+        let run = Running {
+            cfg: &cfg,
+            router: &router,
+            start: &start,
+            skip: &skip,
+            stats: &stats,
+            inbox: &inbox,
+            ops: &ops,
+            options,
+            clock: &clock,
+            shutdown: &shutdown,
+        };
+        let res = attempt(&run, stop).await;
+        if *shutdown.borrow() {
+            break res;
+        }
+        if ops.is_paused() {
+            // The attempt stopped for the pause (or failed meanwhile): a new one starts from
+            // the committed offset on resume.
+            if let Err(e) = res {
+                if e.kind() != ErrorKind::Transient {
+                    break Err(e);
+                }
+                tracing::warn!(error = %e, "the source stopped with an error while pausing");
+            }
+            continue;
+        }
+        match res {
+            Ok(()) => break Ok(()),
+            Err(e) if e.kind() == ErrorKind::Transient => {
+                let health = AttemptHealth {
+                    ran_for: began.elapsed(),
+                    commits: stats
+                        .txns_committed
+                        .load(Ordering::Relaxed)
+                        .saturating_sub(commits_before),
+                };
+                match wait_to_retry(&cfg, &mut backoff, health, e, &shutdown, &ops).await {
+                    Ok(true) => {}
+                    Ok(false) => break Ok(()),
+                    Err(e) => break Err(e),
+                }
+            }
+            Err(e) => break Err(e),
+        }
+    };
+    match &result {
+        Err(e) if e.kind() == ErrorKind::Fenced => {
+            m.error("fenced", &e.to_string());
+            m.set_state("fenced");
+        }
+        // Not an error of the pipeline: a shutdown that ran out of time (exit 4).
+        Err(e) if e.kind() == ErrorKind::Unfinished => m.set_state("stopped"),
+        Err(e) => {
+            m.error("definite", &e.to_string());
+            m.set_state("stopped");
+        }
+        Ok(()) => m.set_state("stopped"),
+    }
+    retention.abort();
+    reporter.abort();
+    log_stats(&stats);
+    let _ = api_stop.send(true);
+    if let Some(api) = api {
+        api.join(clock.cut(API_SHUTDOWN_GRACE)).await;
+    }
+    drop(control);
+    result
+}
+
+/// The preflight of `sluice run`: every check, then [`preflight::verdict`].
+async fn startup_checks(cfg: &Config) -> Result<()> {
+    preflight::verdict(&preflight(cfg).await?)
+}
+
+/// An attempt (or the preflight) failed with the transient error `e`: counts it, and waits
+/// the backoff. `Ok(true)`: start the next attempt; `Ok(false)`: shutdown requested meanwhile;
+/// `Err`: `source.max_reconnect_attempts` consecutive failures were retried already.
+async fn wait_to_retry(
+    cfg: &Config,
+    backoff: &mut Backoff,
+    health: AttemptHealth,
+    e: Error,
+    shutdown: &watch::Receiver<bool>,
+    ops: &crate::ops::Ops,
+) -> Result<bool> {
+    let m = metrics::global();
+    m.error("transient", &e.to_string());
+    let reset = health.healthy(cfg.source.reconnect_backoff_max()) && backoff.failures() > 0;
+    let (delay, failures) = match backoff.on_failure(health) {
+        Decision::Retry { delay, failures } => (delay, failures),
+        Decision::GiveUp { failures } => {
+            return Err(Error::definite(format!(
+                "{e}; gave up: {failures} attempts in a row failed, more than \
+                 `source.max_reconnect_attempts` = {} (an attempt that commits and runs for \
+                 `source.reconnect_backoff_max_ms` resets the count; 0 retries for ever)",
+                cfg.source.max_reconnect_attempts
+            )))
+        }
+    };
+    m.set_state("backoff");
+    m.reconnect();
+    tracing::warn!(error = %e, retry_in = ?delay, attempt = failures, after_healthy_attempt = reset, "transient error; reconnecting after a backoff, from the committed offset");
+    let mut sd = shutdown.clone();
+    let mut paused = ops.paused_rx();
+    tokio::select! {
+        _ = tokio::time::sleep(delay) => Ok(true),
+        _ = sd.wait_for(|s| *s) => Ok(false),
+        _ = paused.wait_for(|p| *p) => Ok(true),
+    }
+}
+
+/// The signal table must be captured: its inserts are read from the binlog like any table's
+/// (and written to its topic, as Debezium does with its signal table).
+fn check_signal_table(cfg: &Config, router: &Router) -> Result<()> {
+    let Some(name) = &cfg.snapshot.signal_table else {
+        return Ok(());
+    };
+    let (db, table) = crate::snapshot::adhoc::parse_table_name(name)
+        .map_err(|e| Error::definite(format!("snapshot.signal_table: {e}")))?;
+    let captured =
+        router.table_included(&db, &table) && matches!(router.route(&db, &table), Ok(Some(_)));
+    if captured {
+        Ok(())
+    } else {
+        Err(Error::definite(format!(
+            "snapshot.signal_table = {name:?} is not captured by this pipeline: signals are read \
+             from the binlog, so the table must be included (add it to source.include, and make \
+             sure no source.exclude pattern or route drops it); its rows are written to its \
+             topic like any table's"
+        )))
+    }
+}
+
+/// The stop signal of one attempt: shutdown, or a pause.
+fn attempt_stop(
+    mut shutdown: watch::Receiver<bool>,
+    mut paused: watch::Receiver<bool>,
+) -> watch::Receiver<bool> {
+    let (tx, rx) = watch::channel(false);
+    tokio::spawn(async move {
+        tokio::select! {
+            _ = shutdown.wait_for(|s| *s) => {}
+            _ = paused.wait_for(|p| *p) => {}
+            // The attempt is over (its receiver dropped): nothing to stop.
+            _ = tx.closed() => return,
+        }
+        let _ = tx.send(true);
+    });
+    rx
+}
+
+/// How long requests in progress on the API may take to finish once the pipeline stopped.
+const API_SHUTDOWN_GRACE: Duration = Duration::from_secs(5);
+
+async fn report(stats: Arc<SinkStats>) {
+    let mut tick = tokio::time::interval(Duration::from_secs(10));
+    tick.tick().await;
+    loop {
+        tick.tick().await;
+        log_stats(&stats);
+    }
+}
+
+fn log_stats(stats: &SinkStats) {
+    let txns = stats.txns_committed.load(Ordering::Relaxed);
+    let micros = stats.commit_micros_total.load(Ordering::Relaxed);
+    tracing::info!(
+        records = stats.records_committed.load(Ordering::Relaxed),
+        transactions = txns,
+        aborted = stats.txns_aborted.load(Ordering::Relaxed),
+        mean_commit_ms = if txns > 0 {
+            micros as f64 / txns as f64 / 1000.0
+        } else {
+            0.0
+        },
+        "progress"
+    );
+}

@@ -1,0 +1,78 @@
+//! What the stages are given, derived from the configuration: the librdkafka client config,
+//! the sink's settings, the committed-state read timeout and the parsed `source.start`.
+
+use crate::config::route::Router;
+use crate::config::topics::{SHARED_OFFSETS_TOPIC, SHARED_SCHEMA_HISTORY_TOPIC};
+use crate::config::Config;
+use crate::error::{Error, Result};
+use crate::position::StartSpec;
+use crate::shutdown::ShutdownClock;
+use crate::sink::topics::TopicSettings;
+use crate::sink::SinkSettings;
+use rdkafka::config::ClientConfig;
+use std::time::Duration;
+
+/// The librdkafka client config shared by producer, consumer and admin client.
+pub fn client_config(cfg: &Config) -> ClientConfig {
+    let mut c = ClientConfig::new();
+    c.set("bootstrap.servers", &cfg.kafka.bootstrap_servers);
+    for (k, v) in &cfg.kafka.properties {
+        c.set(k, v);
+    }
+    c
+}
+
+/// The sink settings derived from the configuration.
+pub fn sink_settings(cfg: &Config) -> SinkSettings {
+    SinkSettings {
+        name: cfg.name.clone(),
+        transactional_id: cfg.transactional_id(),
+        delivery: cfg.delivery,
+        offsets_topic: cfg.offsets_topic(),
+        shared_offsets_topic: cfg
+            .kafka
+            .offsets_topic
+            .is_none()
+            .then(|| SHARED_OFFSETS_TOPIC.to_string()),
+        shared_history_topic: (cfg.kafka.offsets_topic.is_none()
+            && cfg.kafka.schema_history_topic.is_none())
+        .then(|| SHARED_SCHEMA_HISTORY_TOPIC.to_string()),
+        read_timeout: committed_read_timeout(cfg),
+        schema_changes_topic: cfg.schema_changes_topic(),
+        schema_history_topic: cfg.schema_history_topic(),
+        commit_max_ms: cfg.commit.max_ms,
+        commit_max_events: cfg.commit.max_events,
+        idle_offset_ms: cfg.commit.idle_offset_ms,
+        transaction_timeout_ms: cfg.kafka.transaction_timeout_ms,
+        max_buffer_kbytes: cfg.kafka.max_buffer_kbytes,
+        client: client_config(cfg),
+        registry: cfg.routes_use_avro().then(|| cfg.schema_registry.clone()),
+        dlq_topic: cfg.dlq_topic(),
+        data_topic_patterns: Router::new(cfg)
+            .map(|r| r.topic_patterns())
+            .unwrap_or_else(|_| regex::RegexSet::empty()),
+        bootstrap: cfg.kafka.bootstrap_servers.clone(),
+        topics: TopicSettings {
+            partitions: cfg.kafka.partitions,
+            replication_factor: cfg.kafka.replication_factor,
+            config: cfg.kafka.topic_config.clone(),
+        },
+        shutdown: ShutdownClock::new(cfg.shutdown_timeout()),
+    }
+}
+
+/// How long reading the committed state after fencing waits for a foreign transaction that
+/// holds the offsets topic's last stable offset back: `kafka.transaction_timeout_ms`, within
+/// 10 to 60 s (a transaction of another sluice with the same setting ends within it), before
+/// the attempt fails as transient and is retried.
+pub fn committed_read_timeout(cfg: &Config) -> Duration {
+    Duration::from_millis(cfg.kafka.transaction_timeout_ms.clamp(10_000, 60_000))
+}
+
+/// Parses `source.start`.
+pub fn start_spec(cfg: &Config) -> Result<StartSpec> {
+    cfg.source
+        .start
+        .parse()
+        .map_err(|e| Error::definite(format!("`source.start`: {e}")))
+}
