@@ -21,9 +21,10 @@ use crate::schema::tracked::TableDef;
 use crate::snapshot::coordinator::Snapshotter;
 
 use super::assembler::{Assembler, SkipSet};
-use super::send::send;
+use super::send::{observed_send, send_or_stop};
 use super::settings::SourceSettings;
 use super::start::{dump_sids, DumpRequest, ResumePoint};
+use super::tracker::Tracker;
 use super::xa::replay_xa;
 
 /// Opens a replication connection, starts the stream at `resume` and pumps changes into `tx` until shutdown, a
@@ -34,8 +35,89 @@ pub async fn run(
     resume: ResumePoint,
     tx: ChangeSender,
     skip: SkipSet,
-    mut shutdown: watch::Receiver<bool>,
+    shutdown: watch::Receiver<bool>,
 ) -> Result<()> {
+    let mut stream = open_stream(settings, info, &resume.request).await?;
+    let mut asm = Assembler::new(
+        info.flavor,
+        settings.router.clone(),
+        resume.tracker.clone(),
+        skip,
+    );
+    asm.set_defs(resume.defs.iter().cloned());
+    asm.set_max_event_bytes(settings.max_event_bytes);
+    let snap = Some(Snapshotter::new(
+        resume.snapshot.clone(),
+        &settings.connect,
+        info,
+        &settings.snapshot,
+        settings.router.clone(),
+        settings.adhoc.clone(),
+    ));
+    // Ad-hoc snapshot requests (the HTTP API), taken between source transactions.
+    let inbox = settings.adhoc.as_ref().map(|i| i.receiver());
+    let mut commands = match &inbox {
+        Some(m) => Some(m.lock().await),
+        None => None,
+    };
+    let mut pump = Pump {
+        settings,
+        info,
+        asm,
+        snap,
+        tx,
+        shutdown,
+        out: Vec::with_capacity(8),
+    };
+    if resume.defs_unwritten
+        && !resume.defs.is_empty()
+        && pump.write_start_defs(&resume.defs).await? == Flow::Stop
+    {
+        return Ok(());
+    }
+    let silence = settings.heartbeat * 3 + Duration::from_secs(5);
+    if pump.snap.is_some() && pump.snapshot_step().await? == Flow::Stop {
+        return Ok(());
+    }
+    loop {
+        // Cancel safety: whichever branch wins, the others' futures are dropped, and each
+        // loses nothing then. `watch::Receiver::changed`, `mpsc::Receiver::recv` (the snapshot
+        // pool's results behind `next_snapshot_result`, the API's commands) are cancel-safe
+        // by tokio's contract: a message is only taken when the future completes.
+        // `Replication::next_event` keeps every partial packet in the connection (the packet
+        // reader is a state machine over its own buffers), so a half-read event, dropped here
+        // or by the silence timeout, continues at the next call: no byte of the stream is lost.
+        let next = tokio::select! {
+            biased;
+            _ = pump.shutdown.changed() => return Ok(()),
+            r = next_snapshot_result(&mut pump.snap) => Next::Snapshot(Box::new(r)),
+            c = next_command(&mut commands), if pump.asm.at_boundary() => Next::Command(c),
+            n = tokio::time::timeout(silence, stream.next_event()) => Next::Event(n),
+        };
+        let flow = match next {
+            Next::Command(None) => {
+                commands = None;
+                Flow::Go
+            }
+            Next::Command(Some(cmd)) => pump.on_command(cmd).await?,
+            Next::Snapshot(r) => pump.on_snapshot_result(*r).await?,
+            Next::Event(n) => {
+                let ev = event_or_error(n, pump.asm.tracker(), silence, &resume.request)?;
+                pump.on_event(&ev).await?
+            }
+        };
+        if flow == Flow::Stop {
+            return Ok(());
+        }
+    }
+}
+
+/// Opens the replication connection and asks for the binlog from `request` on.
+async fn open_stream(
+    settings: &SourceSettings,
+    info: &ServerInfo,
+    request: &DumpRequest,
+) -> Result<Replication> {
     let hb_ns = settings
         .heartbeat
         .as_nanos()
@@ -49,7 +131,7 @@ pub async fn run(
         conn.query_drop("SET @mariadb_slave_capability = 4")
             .await
             .map_err(|e| mysql_error("announcing GTID capability", &e))?;
-        if let DumpRequest::MariadbGtid(list) = &resume.request {
+        if let DumpRequest::MariadbGtid(list) = request {
             conn.query_drop(&format!("SET @slave_connect_state = '{list}'"))
                 .await
                 .map_err(|e| mysql_error("setting @slave_connect_state", &e))?;
@@ -58,7 +140,7 @@ pub async fn run(
                 .map_err(|e| mysql_error("setting @slave_gtid_strict_mode", &e))?;
         }
     }
-    let req = match &resume.request {
+    let req = match request {
         DumpRequest::FilePos(fp) => replication::dump_request(
             settings.server_id,
             Some(fp.file.as_bytes()),
@@ -73,212 +155,46 @@ pub async fn run(
             replication::dump_request(settings.server_id, None, 4, None, false)
         }
     };
-    tracing::info!(request = ?resume.request, "requesting the binlog stream");
+    tracing::info!(?request, "requesting the binlog stream");
     conn.start_dump(&req).await.map_err(|e| {
-        binlog_errors::dump_error(
-            "requesting the binlog stream",
-            &e,
-            &format!("{:?}", resume.request),
-        )
+        binlog_errors::dump_error("requesting the binlog stream", &e, &format!("{request:?}"))
     })?;
-    let mut stream = conn;
+    Ok(conn)
+}
 
-    let mut asm = Assembler::new(
-        info.flavor,
-        settings.router.clone(),
-        resume.tracker.clone(),
-        skip,
-    );
-    asm.set_defs(resume.defs.iter().cloned());
-    asm.set_max_event_bytes(settings.max_event_bytes);
-    let mut snap = Some(Snapshotter::new(
-        resume.snapshot.clone(),
-        &settings.connect,
-        info,
-        &settings.snapshot,
-        settings.router.clone(),
-        settings.adhoc.clone(),
-    ));
-    // Ad-hoc snapshot requests (the HTTP API), taken between source transactions.
-    let inbox = settings.adhoc.as_ref().map(|i| i.receiver());
-    let mut commands = match &inbox {
-        Some(m) => Some(m.lock().await),
-        None => None,
-    };
-    if resume.defs_unwritten && !resume.defs.is_empty() {
-        // The definitions read at the start go into the schema history with the start position,
-        // before anything is read from the binlog.
-        let history = resume
-            .defs
-            .iter()
-            .map(|d| {
-                serde_json::to_vec(d)
-                    .map(|b| HistoryUpdate {
-                        db: d.db.clone(),
-                        table: d.table.clone(),
-                        shape: Some(b),
-                    })
-                    .map_err(|e| Error::definite(format!("encoding a table definition: {e}")))
+/// The event the stream gave, or the error its absence is: silence past the timeout, the
+/// stream closed by the source, or a read that failed.
+fn event_or_error<E>(
+    next: std::result::Result<
+        std::result::Result<Option<E>, replication::ReadError>,
+        tokio::time::error::Elapsed,
+    >,
+    tracker: &Tracker,
+    silence: Duration,
+    request: &DumpRequest,
+) -> Result<E> {
+    match next {
+        Err(_) => Err(Error::transient(format!(
+            "no binlog event or heartbeat for {silence:?}: the replication connection is \
+             presumed dead (at {}:{})",
+            tracker.file, tracker.pos
+        ))),
+        Ok(Ok(None)) => Err(Error::transient(format!(
+            "the source closed the binlog stream at {}:{}",
+            tracker.file, tracker.pos
+        ))),
+        Ok(Err(e)) => {
+            let at = format!("{}:{}", tracker.file, tracker.pos);
+            Err(match e {
+                replication::ReadError::Conn(e) => binlog_errors::dump_error(
+                    &format!("binlog stream at {at}"),
+                    &e,
+                    &format!("{request:?}"),
+                ),
+                other => other.into_error(at),
             })
-            .collect::<Result<Vec<_>>>()?;
-        let first = &resume.defs[0];
-        let seed = [
-            Change::Schema(SchemaEvent {
-                db: first.db.clone(),
-                table: first.table.clone(),
-                record: None,
-                history,
-            }),
-            Change::Progress(asm.tracker().checkpoint(crate::model::clock::now_ms())),
-        ];
-        for mut change in seed {
-            if let Some(s) = snap.as_mut() {
-                s.observe(&mut change);
-            }
-            if send(&tx, change).await.is_err() {
-                return Ok(());
-            }
         }
-    }
-    let silence = settings.heartbeat * 3 + Duration::from_secs(5);
-    let mut out = Vec::with_capacity(8);
-    if snap.is_some() && snapshot_step(&mut snap, &asm, &tx, &mut shutdown).await? == Flow::Stop {
-        return Ok(());
-    }
-    loop {
-        // Cancel safety: whichever branch wins, the others' futures are dropped, and each
-        // loses nothing then. `watch::Receiver::changed`, `mpsc::Receiver::recv` (the snapshot
-        // pool's results behind `next_snapshot_result`, the API's commands) are cancel-safe
-        // by tokio's contract: a message is only taken when the future completes.
-        // `Replication::next_event` keeps every partial packet in the connection (the packet
-        // reader is a state machine over its own buffers), so a half-read event, dropped here
-        // or by the silence timeout, continues at the next call: no byte of the stream is lost.
-        let next = tokio::select! {
-            biased;
-            _ = shutdown.changed() => return Ok(()),
-            r = next_snapshot_result(&mut snap) => Next::Snapshot(Box::new(r)),
-            c = next_command(&mut commands), if asm.at_boundary() => Next::Command(c),
-            n = tokio::time::timeout(silence, stream.next_event()) => Next::Event(n),
-        };
-        let next = match next {
-            Next::Command(None) => {
-                commands = None;
-                continue;
-            }
-            Next::Command(Some(cmd)) => {
-                let Some(s) = snap.as_mut() else { continue };
-                let answer = s.accept(cmd.request);
-                let Ok(a) = &answer else {
-                    let _ = cmd.reply.send(answer);
-                    continue;
-                };
-                tracing::info!(id = %a.id, tables = ?a.tables, "ad-hoc snapshot accepted");
-                // It commits with the next checkpoint: send one now, then answer (a dropped
-                // reply tells the caller the pipeline stopped).
-                let mut change =
-                    Change::Progress(asm.tracker().checkpoint(crate::model::clock::now_ms()));
-                s.observe(&mut change);
-                if send(&tx, change).await.is_err() {
-                    return Ok(());
-                }
-                let _ = cmd.reply.send(answer);
-                if snapshot_step(&mut snap, &asm, &tx, &mut shutdown).await? == Flow::Stop {
-                    return Ok(());
-                }
-                continue;
-            }
-            Next::Snapshot(r) => {
-                if let Some(s) = snap.as_mut() {
-                    match *r {
-                        Some(Ok(outcome)) => s.on_result(outcome)?,
-                        Some(Err(e)) => return Err(e.context("reading a snapshot chunk")),
-                        None => return Err(Error::transient("the snapshot reader stopped")),
-                    }
-                }
-                if snapshot_step(&mut snap, &asm, &tx, &mut shutdown).await? == Flow::Stop {
-                    return Ok(());
-                }
-                continue;
-            }
-            Next::Event(n) => n,
-        };
-        let ev = match next {
-            Err(_) => {
-                return Err(Error::transient(format!(
-                    "no binlog event or heartbeat for {silence:?}: the replication connection is \
-                     presumed dead (at {}:{})",
-                    asm.tracker().file,
-                    asm.tracker().pos
-                )))
-            }
-            Ok(Ok(None)) => {
-                return Err(Error::transient(format!(
-                    "the source closed the binlog stream at {}:{}",
-                    asm.tracker().file,
-                    asm.tracker().pos
-                )))
-            }
-            Ok(Err(e)) => {
-                let at = format!("{}:{}", asm.tracker().file, asm.tracker().pos);
-                return Err(match e {
-                    replication::ReadError::Conn(e) => binlog_errors::dump_error(
-                        &format!("binlog stream at {at}"),
-                        &e,
-                        &format!("{:?}", resume.request),
-                    ),
-                    other => other.into_error(at),
-                });
-            }
-            Ok(Ok(Some(ev))) => ev,
-        };
-        if asm.starts_payload(&ev) {
-            // Inner events one at a time, their changes forwarded before the next is
-            // decompressed: memory holds one inner event, not the transaction.
-            let mut rd = asm.open_payload(&ev)?;
-            while let Some(inner) = rd.next_event()? {
-                asm.on_inner_event(&inner, &mut out)?;
-                let ts = inner.header().timestamp();
-                if !forward(
-                    settings,
-                    info,
-                    &mut asm,
-                    ts,
-                    &mut out,
-                    Outlet {
-                        tx: &tx,
-                        shutdown: &mut shutdown,
-                        snap: &mut snap,
-                    },
-                )
-                .await?
-                {
-                    return Ok(());
-                }
-            }
-        } else {
-            asm.on_event(&ev, &mut out)?;
-        }
-        let ts = ev.header().timestamp();
-        if !forward(
-            settings,
-            info,
-            &mut asm,
-            ts,
-            &mut out,
-            Outlet {
-                tx: &tx,
-                shutdown: &mut shutdown,
-                snap: &mut snap,
-            },
-        )
-        .await?
-        {
-            return Ok(());
-        }
-        if snap.is_some() && snapshot_step(&mut snap, &asm, &tx, &mut shutdown).await? == Flow::Stop
-        {
-            return Ok(());
-        }
+        Ok(Ok(Some(ev))) => Ok(ev),
     }
 }
 
@@ -318,97 +234,185 @@ async fn next_command(
     }
 }
 
-/// At a transaction boundary, emits the snapshot chunks that are ready and asks for more.
-/// A finished snapshot ends here (and so does the pipeline when it was to stop then).
-async fn snapshot_step(
-    snap: &mut Option<Snapshotter>,
-    asm: &Assembler,
-    tx: &ChangeSender,
-    shutdown: &mut watch::Receiver<bool>,
-) -> Result<Flow> {
-    let Some(s) = snap.as_mut() else {
-        return Ok(Flow::Go);
-    };
-    if !asm.at_boundary() {
-        return Ok(Flow::Go);
-    }
-    if let Some(changes) = s.try_emit(asm.tracker())? {
-        for change in changes {
-            // Cancel safety: `reserve` takes no message (the change stays here until its room
-            // is reserved, then goes in synchronously), and `changed` is cancel-safe.
-            let bytes = change.approx_bytes();
-            tokio::select! {
-                biased;
-                _ = shutdown.changed() => return Ok(Flow::Stop),
-                p = tx.reserve(bytes) => match p {
-                    Ok(p) => p.send(change),
-                    Err(_) => return Ok(Flow::Stop),
-                },
+/// The stream loop's state between its waits: the assembler, the snapshot in progress that
+/// observes every change before the sink gets it, and the way to the sink (the channel, and
+/// the shutdown signal a blocked send watches).
+struct Pump<'a> {
+    settings: &'a SourceSettings,
+    info: &'a ServerInfo,
+    asm: Assembler,
+    /// The snapshot in progress, if any.
+    snap: Option<Snapshotter>,
+    /// The source → sink channel.
+    tx: ChangeSender,
+    /// Set when the pipeline stops.
+    shutdown: watch::Receiver<bool>,
+    /// The changes of the event at hand, not sent yet.
+    out: Vec<Change>,
+}
+
+impl Pump<'_> {
+    /// The definitions read at the start go into the schema history with the start position,
+    /// before anything is read from the binlog.
+    async fn write_start_defs(&mut self, defs: &[TableDef]) -> Result<Flow> {
+        let history = defs
+            .iter()
+            .map(|d| {
+                serde_json::to_vec(d)
+                    .map(|b| HistoryUpdate {
+                        db: d.db.clone(),
+                        table: d.table.clone(),
+                        shape: Some(b),
+                    })
+                    .map_err(|e| Error::definite(format!("encoding a table definition: {e}")))
+            })
+            .collect::<Result<Vec<_>>>()?;
+        let first = &defs[0];
+        let seed = [
+            Change::Schema(SchemaEvent {
+                db: first.db.clone(),
+                table: first.table.clone(),
+                record: None,
+                history,
+            }),
+            Change::Progress(self.asm.tracker().checkpoint(crate::model::clock::now_ms())),
+        ];
+        for change in seed {
+            if observed_send(&self.tx, &mut self.snap, change)
+                .await
+                .is_err()
+            {
+                return Ok(Flow::Stop);
             }
         }
+        Ok(Flow::Go)
     }
-    if s.step(asm.tracker().mysql.as_ref()).await? {
-        let stop = s.then_stop();
-        tracing::info!(stop, "snapshot finished");
-        if stop {
+
+    /// An ad-hoc snapshot request, at a transaction boundary: accepted (or refused) by the
+    /// snapshot, answered once its checkpoint is on its way to the sink.
+    async fn on_command(&mut self, cmd: crate::snapshot::adhoc::Command) -> Result<Flow> {
+        let Some(s) = self.snap.as_mut() else {
+            return Ok(Flow::Go);
+        };
+        let answer = s.accept(cmd.request);
+        let Ok(a) = &answer else {
+            let _ = cmd.reply.send(answer);
+            return Ok(Flow::Go);
+        };
+        tracing::info!(id = %a.id, tables = ?a.tables, "ad-hoc snapshot accepted");
+        // It commits with the next checkpoint: send one now, then answer (a dropped
+        // reply tells the caller the pipeline stopped).
+        let change = Change::Progress(self.asm.tracker().checkpoint(crate::model::clock::now_ms()));
+        if observed_send(&self.tx, &mut self.snap, change)
+            .await
+            .is_err()
+        {
             return Ok(Flow::Stop);
         }
+        let _ = cmd.reply.send(answer);
+        self.snapshot_step().await
     }
-    Ok(Flow::Go)
-}
 
-/// The stream loop's way to the sink: the channel, the shutdown signal a blocked send
-/// watches, and the snapshotter that observes every change before the sink gets it.
-struct Outlet<'a> {
-    /// The source → sink channel.
-    tx: &'a ChangeSender,
-    /// Set when the pipeline stops.
-    shutdown: &'a mut watch::Receiver<bool>,
-    /// The snapshot in progress, if any.
-    snap: &'a mut Option<Snapshotter>,
-}
+    /// A chunk reader's result, handed to the snapshot; then a snapshot step.
+    async fn on_snapshot_result(
+        &mut self,
+        r: Option<Result<crate::snapshot::reader::ReadOutcome>>,
+    ) -> Result<Flow> {
+        if let Some(s) = self.snap.as_mut() {
+            match r {
+                Some(Ok(outcome)) => s.on_result(outcome)?,
+                Some(Err(e)) => return Err(e.context("reading a snapshot chunk")),
+                None => return Err(Error::transient("the snapshot reader stopped")),
+            }
+        }
+        self.snapshot_step().await
+    }
 
-/// Sends the changes of one event to the sink (after reading a committed XA group again when
-/// the event asks for it). Returns false when the pipeline is stopping.
-async fn forward(
-    settings: &SourceSettings,
-    info: &ServerInfo,
-    asm: &mut Assembler,
-    ts: u32,
-    out: &mut Vec<Change>,
-    outlet: Outlet<'_>,
-) -> Result<bool> {
-    let Outlet { tx, shutdown, snap } = outlet;
-    if let Some(replay) = asm.take_replay() {
-        for mut change in out.drain(..) {
-            if let Some(s) = snap.as_mut() {
+    /// One binlog event through the assembler, its changes forwarded; a payload's inner
+    /// events one at a time, their changes forwarded before the next is decompressed (memory
+    /// holds one inner event, not the transaction). Then a snapshot step.
+    async fn on_event(&mut self, ev: &mysql_common::binlog::events::Event) -> Result<Flow> {
+        if self.asm.starts_payload(ev) {
+            let mut rd = self.asm.open_payload(ev)?;
+            while let Some(inner) = rd.next_event()? {
+                self.asm.on_inner_event(&inner, &mut self.out)?;
+                if self.forward(inner.header().timestamp()).await? == Flow::Stop {
+                    return Ok(Flow::Stop);
+                }
+            }
+        } else {
+            self.asm.on_event(ev, &mut self.out)?;
+        }
+        if self.forward(ev.header().timestamp()).await? == Flow::Stop {
+            return Ok(Flow::Stop);
+        }
+        if self.snap.is_some() {
+            return self.snapshot_step().await;
+        }
+        Ok(Flow::Go)
+    }
+
+    /// At a transaction boundary, emits the snapshot chunks that are ready and asks for more.
+    /// A finished snapshot ends here (and so does the pipeline when it was to stop then).
+    async fn snapshot_step(&mut self) -> Result<Flow> {
+        let Some(s) = self.snap.as_mut() else {
+            return Ok(Flow::Go);
+        };
+        if !self.asm.at_boundary() {
+            return Ok(Flow::Go);
+        }
+        if let Some(changes) = s.try_emit(self.asm.tracker())? {
+            for change in changes {
+                if !send_or_stop(&self.tx, &mut self.shutdown, change).await {
+                    return Ok(Flow::Stop);
+                }
+            }
+        }
+        if s.step(self.asm.tracker().mysql.as_ref()).await? {
+            let stop = s.then_stop();
+            tracing::info!(stop, "snapshot finished");
+            if stop {
+                return Ok(Flow::Stop);
+            }
+        }
+        Ok(Flow::Go)
+    }
+
+    /// Sends the changes of one event (its header's timestamp `ts`) to the sink, after
+    /// reading a committed XA group again when the event asks for it.
+    async fn forward(&mut self, ts: u32) -> Result<Flow> {
+        if let Some(replay) = self.asm.take_replay() {
+            for change in self.out.drain(..) {
+                if observed_send(&self.tx, &mut self.snap, change)
+                    .await
+                    .is_err()
+                {
+                    return Ok(Flow::Stop);
+                }
+            }
+            let defs: Vec<TableDef> = self.asm.defs().cloned().collect();
+            let sent_begin = replay_xa(
+                self.settings,
+                self.info,
+                &replay,
+                defs,
+                &self.tx,
+                &mut self.snap,
+            )
+            .await?;
+            self.asm.finish_replay(sent_begin, ts, &mut self.out);
+        }
+        if self.out.is_empty() {
+            self.asm.maybe_progress(&mut self.out, false);
+        }
+        for mut change in self.out.drain(..) {
+            if let Some(s) = self.snap.as_mut() {
                 s.observe(&mut change);
             }
-            if send(tx, change).await.is_err() {
-                return Ok(false);
+            if !send_or_stop(&self.tx, &mut self.shutdown, change).await {
+                return Ok(Flow::Stop);
             }
         }
-        let defs: Vec<TableDef> = asm.defs().cloned().collect();
-        let sent_begin = replay_xa(settings, info, &replay, defs, tx, snap).await?;
-        asm.finish_replay(sent_begin, ts, out);
+        Ok(Flow::Go)
     }
-    if out.is_empty() {
-        asm.maybe_progress(out, false);
-    }
-    for mut change in out.drain(..) {
-        if let Some(s) = snap.as_mut() {
-            s.observe(&mut change);
-        }
-        // Cancel safety: as in `snapshot_step`, `reserve` takes no message.
-        let bytes = change.approx_bytes();
-        tokio::select! {
-            biased;
-            _ = shutdown.changed() => return Ok(false),
-            p = tx.reserve(bytes) => match p {
-                Ok(p) => p.send(change),
-                Err(_) => return Ok(false),
-            },
-        }
-    }
-    Ok(true)
 }

@@ -17,7 +17,7 @@ use crate::schema::tracked::TableDef;
 use crate::snapshot::coordinator::Snapshotter;
 
 use super::assembler::{Assembler, XaReplay};
-use super::send::send;
+use super::send::observed_send;
 use super::settings::SourceSettings;
 
 /// The server id the XA replay connection registers with: a second dump connection must not
@@ -83,12 +83,9 @@ pub(super) async fn replay_xa(
         })?
     {
         asm.on_event(&ev, &mut out)?;
-        for mut change in out.drain(..) {
+        for change in out.drain(..) {
             sent_begin |= matches!(change, Change::Begin(_));
-            if let Some(s) = snap.as_mut() {
-                s.observe(&mut change);
-            }
-            if send(tx, change).await.is_err() {
+            if observed_send(tx, snap, change).await.is_err() {
                 return Err(Error::transient("the sink stopped during an XA replay"));
             }
         }
