@@ -23,7 +23,7 @@ pub struct KafkaConfig {
     /// Compacted topic where sluice stores the pipeline's binlog position (key: the
     /// pipeline name), written in the same transaction as the events.
     /// Default: `"_sluice_offsets.<name>"`, a topic of the pipeline's own (see
-    /// [`Config::offsets_topic`]).
+    /// [`Config::offsets_topic`](super::Config::offsets_topic)).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub offsets_topic: Option<String>,
     /// Topic receiving one record per DDL statement on an included table (statement, table,
@@ -34,7 +34,7 @@ pub struct KafkaConfig {
     /// Compacted topic holding each included table's latest known shape (key
     /// `<name>/<db>.<table>`), written in the same Kafka transaction as the data and offset,
     /// so the history never disagrees with the committed position. Default:
-    /// `"_sluice_schema_history.<name>"` (see [`Config::schema_history_topic`]).
+    /// `"_sluice_schema_history.<name>"` (see [`Config::schema_history_topic`](super::Config::schema_history_topic)).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub schema_history_topic: Option<String>,
     /// Dead-letter topic for rows that cannot be written to their own topic under
@@ -64,7 +64,7 @@ pub struct KafkaConfig {
     /// Further librdkafka properties passed through unchanged (e.g. `security.protocol`,
     /// `sasl.password`); values whose key contains `password`, `secret`,
     /// `sasl.oauthbearer.config` or `ssl.key.pem` are secrets. Properties sluice sets
-    /// itself are refused (see [`RESERVED_PROPERTIES`]). Default: empty.
+    /// itself are refused (see [`RESERVED_PROPERTIES`](super::RESERVED_PROPERTIES)). Default: empty.
     #[serde(
         default,
         deserialize_with = "props::deserialize_flat",

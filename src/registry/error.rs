@@ -346,8 +346,8 @@ impl fmt::Display for RegistryError {
 impl std::error::Error for RegistryError {}
 
 impl From<RegistryError> for Error {
-    /// Transient kinds become [`ErrorKind::Transient`](crate::error::ErrorKind::Transient) (retry with backoff), all others
-    /// [`ErrorKind::Definite`](crate::error::ErrorKind::Definite) (stop and tell the operator).
+    /// Transient kinds become [`ErrorKind::Transient`] (retry with backoff), all others
+    /// [`ErrorKind::Definite`] (stop and tell the operator).
     fn from(e: RegistryError) -> Error {
         let kind = if e.is_transient() {
             ErrorKind::Transient

@@ -7,7 +7,7 @@
 
 use super::tracked::TableName;
 
-/// Why a `TABLE_MAP` could not be turned into a [`TableSchema`].
+/// Why a `TABLE_MAP` could not be turned into a [`TableSchema`](super::TableSchema).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum SchemaError {
     /// The table map has no column names: the server does not log full metadata.
@@ -60,7 +60,7 @@ const OUT_OF_STEP: &str = "the tracked schema is out of step with the binlog (a 
      definitions, or set binlog_row_metadata=FULL (MySQL >= 8.0.1, MariaDB >= 10.5) so that \
      table maps carry column names";
 
-/// Why a `TABLE_MAP` and a tracked [`TableDef`] do not give a schema.
+/// Why a `TABLE_MAP` and a tracked [`TableDef`](super::tracked::TableDef) do not give a schema.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum SchemaMismatch {
     /// The table map itself is unusable.

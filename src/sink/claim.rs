@@ -9,7 +9,7 @@
 //! a *claim record* (key [`claim_key`], value [`ClaimRecord`] naming its instance id) to the
 //! offsets topic, before it reads the committed offset. Hence, once an instance `A` was fenced
 //! by a new owner `B`, `B`'s committed claim is in the offsets topic after `A`'s own claim. On
-//! `_FENCED`, [`decide`] applies:
+//! `_FENCED`, [`decide_by_facts`] applies:
 //!
 //! 1. The open transaction had been open for less than `kafka.transaction_timeout_ms`: the
 //!    coordinator cannot have aborted it by timeout (its clock for the transaction started
@@ -81,7 +81,7 @@ pub enum Verdict {
     TimedOut(String),
 }
 
-/// What [`decide`] knows about the fence.
+/// What [`decide_by_facts`] knows about the fence.
 pub struct FenceFacts {
     /// How long the Kafka transaction had been open when the fence was seen (`None`: none was).
     pub open_for: Option<Duration>,
@@ -110,7 +110,7 @@ pub fn decide_by_facts(f: &FenceFacts) -> Option<Verdict> {
     None
 }
 
-/// Commits this instance's claim of the pipeline (see [`claim`]) right after fencing; returns
+/// Commits this instance's claim of the pipeline (see the [module documentation](self)) right after fencing; returns
 /// the offsets topic's end before it, where a later fence looks for newer claims.
 pub fn write(producer: &mut SinkProducer, s: &SinkSettings) -> Result<i64> {
     let from = patient::watermarks(

@@ -6,7 +6,7 @@
 //!
 //! | column                         | selected as                 | returned as          | value                                   |
 //! |--------------------------------|-----------------------------|----------------------|-----------------------------------------|
-//! | TINYINT..BIGINT [UNSIGNED]     | the column                  | `Int` / `UInt`       | `Int` / `UInt` (range-checked)          |
+//! | TINYINT..BIGINT \[UNSIGNED\]   | the column                  | `Int` / `UInt`       | `Int` / `UInt` (range-checked)          |
 //! | FLOAT / DOUBLE                 | the column                  | `Float` / `Double`   | the same bits                           |
 //! | DECIMAL(p,s)                   | the column                  | text                 | `Decimal`: canonical text, `s` decimals |
 //! | DATE / DATETIME(n)             | the column                  | `Date(..)`           | `Date` / `DateTime`; zero dates as zeros |

@@ -37,7 +37,7 @@ pub enum RowsError {
     /// The table map could not be parsed.
     #[error(transparent)]
     Schema(#[from] crate::schema::SchemaError),
-    /// The schema given to [`RowDecoder::new`] does not describe the table map.
+    /// The schema given to [`RowDecoder::new`](super::RowDecoder::new) does not describe the table map.
     #[error("`{db}`.`{table}`: schema does not match the TABLE_MAP: {detail}")]
     SchemaMismatch {
         /// Database name.

@@ -1,4 +1,4 @@
-//! Fast decoding of binlog rows events (WRITE/UPDATE/DELETE_ROWS) into [`Value`]s.
+//! Fast decoding of binlog rows events (WRITE/UPDATE/DELETE_ROWS) into [`Value`](crate::value::Value)s.
 //!
 //! Two steps:
 //!
@@ -20,8 +20,8 @@
 //! * no input can make this module panic: every read is bounds-checked and
 //!   malformed data yields a [`RowsError`] naming `db.table`, the column and the
 //!   byte offset within the rows data;
-//! * each decoded image has exactly one [`Value`] per table column, in table order;
-//!   columns absent from the event's columns-present bitmap are [`Value::Missing`];
+//! * each decoded image has exactly one [`Value`](crate::value::Value) per table column, in table order;
+//!   columns absent from the event's columns-present bitmap are [`Value::Missing`](crate::value::Value::Missing);
 //! * `BINARY(n)` values are right-padded with zero bytes to `n` bytes, as MySQL
 //!   returns them (the binlog strips trailing zeros);
 //! * JSON columns logged as partial updates (`binlog_row_value_options=PARTIAL_JSON`)

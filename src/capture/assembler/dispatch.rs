@@ -18,7 +18,7 @@ use super::{Assembler, PendingGtid, XaReplay};
 
 impl Assembler {
     /// Handles one event of the replication stream, appending the resulting changes to `out`.
-    /// A TRANSACTION_PAYLOAD is read here in one go (all its changes land in `out`); [`run`]
+    /// A TRANSACTION_PAYLOAD is read here in one go (all its changes land in `out`); [`run`](crate::capture::run)
     /// streams payloads instead, through [`Assembler::starts_payload`],
     /// [`Assembler::open_payload`] and [`Assembler::on_inner_event`].
     pub fn on_event(&mut self, ev: &Event, out: &mut Vec<Change>) -> Result<()> {

@@ -1,7 +1,7 @@
 //! Avro schemas derived from a table, and the per-column plan the binary writer follows.
 //!
 //! Built once per table version ([`AvroTable::new`]); the schema text and the plan come from
-//! the same [`Enc`] per column, so what is registered and what is written cannot disagree.
+//! the same `Enc` per column, so what is registered and what is written cannot disagree.
 //!
 //! Names: `<ns>` is the route's topic made into an Avro namespace (each `.`-separated part
 //! with characters outside `[A-Za-z0-9_]` replaced by `_`, `_` put before a leading digit,
