@@ -13,26 +13,28 @@
 //!  snapshot: chunks read beside the stream, merged into it by watermark windows
 //! ```
 //!
-//! `model` holds what flows between the stages and depends on none of them. See
+//! `model` holds what flows between the stages and depends on none of them. The public modules
+//! are the surface the CLI, the integration tests and the benches use; everything else
+//! (`capture`, `channel`, `ops`, `retry` and the inner files of the stages) is `pub(crate)`. See
 //! `docs/architecture.md` for the map of every file and for why a crash at any point neither
 //! loses nor duplicates.
 
 pub mod api;
 pub mod app;
 pub mod binlog;
-pub mod capture;
-pub mod channel;
+pub(crate) mod capture;
+pub(crate) mod channel;
 pub mod config;
 pub mod encode;
 pub mod error;
 pub mod metrics;
 pub mod model;
 pub mod mysql;
-pub mod ops;
+pub(crate) mod ops;
 pub mod pipeline;
 pub mod position;
 pub mod registry;
-pub mod retry;
+pub(crate) mod retry;
 pub mod schema;
 pub mod shutdown;
 pub mod sink;

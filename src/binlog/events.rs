@@ -116,13 +116,13 @@ fn le_u64(b: &[u8], at: usize) -> Option<u64> {
 /// MariaDB GTID event flags (`flags2`).
 pub mod gtid_flags {
     /// The event group is a single statement without BEGIN/COMMIT (DDL).
+    #[cfg(test)]
     pub const STANDALONE: u8 = 1;
     /// A commit id follows.
+    #[cfg(test)]
     pub const GROUP_COMMIT_ID: u8 = 2;
     /// The group is an XA PREPARE.
     pub const PREPARED_XA: u8 = 64;
-    /// The group is an XA COMMIT/ROLLBACK.
-    pub const COMPLETED_XA: u8 = 128;
 }
 
 /// A parsed MariaDB GTID event.
@@ -136,6 +136,7 @@ pub struct MariaGtidEvent {
 
 impl MariaGtidEvent {
     /// A single-statement group (DDL): it ends after its one QUERY event.
+    #[cfg(test)]
     pub fn standalone(&self) -> bool {
         self.flags & gtid_flags::STANDALONE != 0
     }

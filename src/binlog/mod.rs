@@ -5,14 +5,14 @@
 //!
 //! Nothing here does I/O; no input can make it panic.
 
-pub mod events;
+pub(crate) mod events;
 #[cfg(test)]
-pub mod fixtures;
+pub(crate) mod fixtures;
 mod json_diff;
-pub mod payload;
+pub(crate) mod payload;
 pub(crate) mod reader;
 pub mod rows;
 pub(crate) mod table_map;
 #[cfg(test)]
 pub(crate) mod table_map_builder;
-pub mod verify;
+pub(crate) mod verify;

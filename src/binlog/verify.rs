@@ -90,6 +90,7 @@ impl EventDecoder {
     }
 
     /// Whether the current events carry a CRC32.
+    #[cfg(test)]
     pub fn checksum(&self) -> Checksum {
         self.checksum
     }

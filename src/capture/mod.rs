@@ -19,16 +19,15 @@
 
 mod assembler;
 mod pump;
-pub mod seed;
+pub(crate) mod seed;
 mod send;
 mod settings;
 mod start;
 mod tracker;
 mod xa;
 
-pub use self::assembler::{Assembler, SkipSet, XaReplay};
+pub use self::assembler::SkipSet;
 pub use self::pump::run;
 pub use self::settings::SourceSettings;
-pub use self::start::{dump_sids, resolve_start, DumpRequest, ResumePoint};
+pub use self::start::{resolve_start, ResumePoint};
 pub use self::tracker::Tracker;
-pub use self::xa::replay_server_id;

@@ -36,7 +36,7 @@
 //! a [`Config`]), `derived` (the routes in force, the topic names) and `validate`
 //! ([`Config::validate`]).
 
-pub mod api;
+pub(crate) mod api;
 mod commit;
 mod derived;
 pub mod env;
@@ -48,8 +48,8 @@ mod pipeline;
 mod props;
 pub mod route;
 mod route_config;
-pub mod schema_registry;
-pub mod secret;
+pub(crate) mod schema_registry;
+pub(crate) mod secret;
 mod shutdown;
 mod snapshot;
 mod source;

@@ -4,4 +4,4 @@ pub mod avro;
 pub mod change;
 pub mod json;
 pub mod json_value;
-pub mod table_ctx;
+pub(crate) mod table_ctx;

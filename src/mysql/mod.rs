@@ -7,10 +7,10 @@
 //! means), `packet` (protocol packets, read cancel-safely), `replication` (the dump connection),
 //! `preflight` (the checks of `sluice check`), `retention` (how long the binlog is kept).
 
-pub mod binlog_errors;
-pub mod packet;
-pub mod preflight;
-pub mod query;
+pub(crate) mod binlog_errors;
+pub(crate) mod packet;
+pub(crate) mod preflight;
+pub(crate) mod query;
 pub mod replication;
-pub mod retention;
+pub(crate) mod retention;
 pub mod server;

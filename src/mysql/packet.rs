@@ -93,11 +93,6 @@ impl PacketReader {
         self.limit = limit;
     }
 
-    /// The largest packet accepted.
-    pub fn limit(&self) -> usize {
-        self.limit
-    }
-
     /// The payload of the last packet read (empty before the first).
     pub fn packet(&self) -> &[u8] {
         if self.complete {

@@ -24,7 +24,7 @@
 //! `MySerialize`) by the bounds-checked parser in `crate::binlog::table_map`, which is shared
 //! with the row decoder (`crate::binlog::rows`) so both agree on types and metadata.
 
-pub mod column;
+pub(crate) mod column;
 pub mod ddl;
 pub mod information_schema;
 pub mod tracked;

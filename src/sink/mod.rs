@@ -20,24 +20,24 @@
 //!
 //! All librdkafka calls run on this module's own OS thread, never on the async executor.
 
-pub mod claim;
-pub mod classify;
+pub(crate) mod claim;
+pub(crate) mod classify;
 mod counts;
 pub mod offsets;
 mod order;
-pub mod past;
-pub mod patient;
-pub mod producer;
+pub(crate) mod past;
+pub(crate) mod patient;
+pub(crate) mod producer;
 pub mod reader;
-pub mod schema_ids;
+pub(crate) mod schema_ids;
 mod schema_write;
 mod settings;
 mod shape;
 mod state;
-pub mod topics;
-pub mod txn;
-pub mod txn_tag;
-pub mod unmarked;
+pub(crate) mod topics;
+pub(crate) mod txn;
+pub(crate) mod txn_tag;
+pub(crate) mod unmarked;
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};

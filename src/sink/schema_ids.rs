@@ -78,14 +78,10 @@ impl SchemaIdCache {
         versions.push_back((version, outcome));
     }
 
-    /// Versions held in all, for tests and metrics.
+    /// Versions held in all.
+    #[cfg(test)]
     pub fn len(&self) -> usize {
         self.tables.values().map(VecDeque::len).sum()
-    }
-
-    /// Whether nothing is cached.
-    pub fn is_empty(&self) -> bool {
-        self.len() == 0
     }
 }
 

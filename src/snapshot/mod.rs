@@ -24,13 +24,13 @@
 //! matrix, read from the binlog and with a `SELECT`, encoded with both encoders, byte for byte.
 
 pub mod adhoc;
-pub mod chunk;
-pub mod coordinator;
-pub mod pool;
+pub(crate) mod chunk;
+pub(crate) mod coordinator;
+pub(crate) mod pool;
 pub mod progress;
-pub mod reader;
-pub mod signal;
+pub(crate) mod reader;
+pub(crate) mod signal;
 pub mod values;
-pub mod window;
+pub(crate) mod window;
 
 pub use values::{compact_json, decode_row, quote_ident, select_expr, select_list, SESSION_SETUP};

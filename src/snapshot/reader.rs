@@ -72,10 +72,6 @@ pub struct ReadRequest {
 pub struct ChunkRead {
     /// The request's sequence number.
     pub seq: u64,
-    /// Database.
-    pub db: String,
-    /// Table.
-    pub table: String,
     /// The table's shape the rows were read with.
     pub schema: Arc<TableSchema>,
     /// Key columns (names); empty for a one-pass scan.
@@ -399,8 +395,6 @@ impl Reader {
         let full = rows.len() >= limit || cut.bytes() >= self.chunk_max_bytes;
         Ok(Some(ReadOutcome::Chunk(ChunkRead {
             seq: req.seq,
-            db: req.db.clone(),
-            table: req.table.clone(),
             schema: info.schema.clone(),
             key_names: info.key.iter().map(|k| k.name.clone()).collect(),
             key_idx: info.key_idx.clone(),
@@ -552,8 +546,6 @@ impl Reader {
                     cut.reset();
                     let batch = ChunkRead {
                         seq: req.seq,
-                        db: req.db.clone(),
-                        table: req.table.clone(),
                         schema: info.schema.clone(),
                         key_names: Vec::new(),
                         key_idx: Vec::new(),

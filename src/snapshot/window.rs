@@ -145,11 +145,6 @@ impl Window {
         }
     }
 
-    /// Whether `db.table` is this window's table.
-    pub fn is_for(&self, db: &str, table: &str) -> bool {
-        self.db == db && self.table == table
-    }
-
     /// The binlog changed a row of the table (`image`: before or after image, in the stream's
     /// column order) in the transaction at `place`.
     pub fn on_image(&mut self, place: &Arc<Place>, table: &Arc<TableCtx>, image: &[Value]) {

@@ -28,7 +28,7 @@
 //! its column, an invalid ENUM index with `enum_as_avro_enum`, malformed decimal text) is a
 //! definite error naming the table and column: nothing is written as something it is not.
 
-pub mod schema;
+pub(crate) mod schema;
 mod wire;
 
 use std::sync::Arc;

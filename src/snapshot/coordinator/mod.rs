@@ -208,6 +208,7 @@ impl Snapshotter {
     }
 
     /// Every table is done.
+    #[cfg(test)]
     pub fn finished(&self) -> bool {
         self.progress.done()
     }

@@ -99,8 +99,6 @@ fn chunk(seq: u64, ids: std::ops::RangeInclusive<i64>, full: bool, at: u64) -> R
     let rows: Vec<Vec<Value>> = ids.clone().map(|i| vec![Value::Int(i)]).collect();
     ReadOutcome::Chunk(ChunkRead {
         seq,
-        db: "d".into(),
-        table: "t".into(),
         schema: schema("t", &["id"]),
         key_names: vec!["id".into()],
         key_idx: vec![0],
