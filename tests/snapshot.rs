@@ -316,6 +316,7 @@ async fn snapshot_survives_repeated_sigkills(flavor: Flavor) {
     // Small chunks and twice the rows: the snapshot must outlast the kills.
     let n = 2 * env_usize("SLUICE_TEST_SNAPSHOT_ROWS", 100_000);
     let (p, mut c, n) = setup(flavor, "snapkill", 50, 3, n).await;
+    let total_chunks = (n as u128 / 50).max(1);
     let table = format!("{}.t", p.db);
     let stop = Arc::new(AtomicBool::new(false));
     let load = workload(flavor.port, table.clone(), n, stop.clone());
@@ -334,9 +335,14 @@ async fn snapshot_survives_repeated_sigkills(flavor: Flavor) {
             break;
         }
         // Each instance commits at least one chunk before it is killed, however slow the
-        // machine: kill it once it did, at a random moment after that, without warning.
+        // machine: kill it once it did, at a random moment after that, without warning; at
+        // once when the snapshot is further on than the kills (a fast machine would finish
+        // it before all of them).
         if killed < kills && chunks > chunks_before {
-            std::thread::sleep(Duration::from_millis(rand::random::<u64>() % 500));
+            let ahead = u128::from(chunks) * kills as u128 > killed as u128 * total_chunks;
+            if !ahead {
+                std::thread::sleep(Duration::from_millis(rand::random::<u64>() % 500));
+            }
             child.kill().expect("SIGKILL");
             let _ = child.wait();
             killed += 1;
