@@ -18,7 +18,7 @@ use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::watch;
 
-use super::{client_config, sink_settings, RunOptions};
+use super::settings::{client_config, sink_settings, RunOptions};
 
 /// What every attempt of a run shares.
 pub(super) struct Running<'a> {

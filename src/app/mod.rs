@@ -31,15 +31,7 @@ mod checks;
 mod settings;
 use attempt::{attempt, Running};
 pub use checks::preflight;
-pub use settings::{client_config, committed_read_timeout, sink_settings, start_spec};
-
-/// How `sluice run` was asked to start.
-#[derive(Debug, Clone, Copy, Default)]
-pub struct RunOptions {
-    /// `--start-over`: with no committed offset, start at `source.start` even though the
-    /// pipeline's past is visible (its schema history or records in its topics).
-    pub start_over: bool,
-}
+pub use settings::{client_config, committed_read_timeout, sink_settings, start_spec, RunOptions};
 
 /// Runs the pipeline until a shutdown signal or a definite error.
 ///

@@ -76,3 +76,11 @@ pub fn start_spec(cfg: &Config) -> Result<StartSpec> {
         .parse()
         .map_err(|e| Error::definite(format!("`source.start`: {e}")))
 }
+
+/// How `sluice run` was asked to start.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct RunOptions {
+    /// `--start-over`: with no committed offset, start at `source.start` even though the
+    /// pipeline's past is visible (its schema history or records in its topics).
+    pub start_over: bool,
+}

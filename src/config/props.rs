@@ -197,7 +197,7 @@ impl<'de> de::DeserializeSeed<'de> for NodeSeed {
 }
 
 /// `serialize_with` for `kafka.properties`: secret values (see
-/// [`is_secret_key`](super::secret::is_secret_key)) are written as `***`.
+/// [`is_secret_key`]) are written as `***`.
 pub(crate) fn serialize_redacted<S: Serializer>(
     map: &BTreeMap<String, String>,
     serializer: S,

@@ -196,7 +196,7 @@ struct Sink {
 }
 
 impl Sink {
-    /// Decides what a fence means (see [`claim`]): a takeover stays [`ErrorKind::Fenced`](crate::error::ErrorKind::Fenced); a
+    /// Decides what a fence means (see [`claim`]): a takeover stays [`ErrorKind::Fenced`]; a
     /// transaction the coordinator aborted by timeout becomes a transient error, so the next
     /// attempt fences afresh and resumes from the committed offset.
     fn resolve_fence(&mut self, msg: String) -> Result<()> {

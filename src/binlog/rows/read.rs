@@ -4,7 +4,7 @@
 //! Invariant: a read never indexes past the data; when too few bytes remain it returns
 //! [`Problem::Truncated`] and leaves the position where it was.
 
-/// What was wrong with one value (turned into [`RowsError`] by the caller).
+/// What was wrong with one value (turned into [`RowsError`](super::RowsError) by the caller).
 #[derive(Debug)]
 pub(super) enum Problem {
     Truncated { need: usize, have: usize },
