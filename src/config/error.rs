@@ -40,6 +40,37 @@ impl Problem {
     }
 }
 
+/// Reports `path` when its `value` is 0, where at least 1 is `expected`.
+pub(crate) fn push_if_zero<N: PartialEq + Default>(
+    problems: &mut Vec<Problem>,
+    value: N,
+    path: &str,
+    expected: &str,
+    fix: impl Into<String>,
+) {
+    if value == N::default() {
+        problems.push(Problem::new(path, "0", expected, fix));
+    }
+}
+
+/// Reports `path` when `file` is not a readable file; says whether it is one.
+pub(crate) fn push_unless_pem_file(
+    problems: &mut Vec<Problem>,
+    path: &str,
+    file: &std::path::Path,
+) -> bool {
+    if file.is_file() {
+        return true;
+    }
+    problems.push(Problem::new(
+        path,
+        format!("`{}`, which is not a readable file", file.display()),
+        "the path of an existing PEM file",
+        format!("correct {path} (relative paths start at the working directory)"),
+    ));
+    false
+}
+
 impl fmt::Display for Problem {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(

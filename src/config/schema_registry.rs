@@ -9,6 +9,7 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize, Serializer};
 use url::Url;
 
+use super::error::{push_if_zero, push_unless_pem_file};
 use super::secret::{redact_text, Secret, REDACTED};
 use super::{non_empty, Problem};
 
@@ -219,28 +220,26 @@ pub(super) fn validate(
         )),
         _ => {}
     }
-    if r.timeout_ms == 0 {
-        problems.push(Problem::new(
-            "schema_registry.timeout_ms",
-            "0",
-            "a timeout of at least 1 millisecond",
-            format!(
-                "set schema_registry.timeout_ms, e.g. {} (the default)",
-                default_timeout_ms()
-            ),
-        ));
-    }
-    if r.retry_backoff_max_ms == 0 {
-        problems.push(Problem::new(
-            "schema_registry.retry_backoff_max_ms",
-            "0",
-            "at least 1 millisecond",
-            format!(
-                "set schema_registry.retry_backoff_max_ms, e.g. {} (the default)",
-                default_retry_backoff_max_ms()
-            ),
-        ));
-    }
+    push_if_zero(
+        problems,
+        r.timeout_ms,
+        "schema_registry.timeout_ms",
+        "a timeout of at least 1 millisecond",
+        format!(
+            "set schema_registry.timeout_ms, e.g. {} (the default)",
+            default_timeout_ms()
+        ),
+    );
+    push_if_zero(
+        problems,
+        r.retry_backoff_max_ms,
+        "schema_registry.retry_backoff_max_ms",
+        "at least 1 millisecond",
+        format!(
+            "set schema_registry.retry_backoff_max_ms, e.g. {} (the default)",
+            default_retry_backoff_max_ms()
+        ),
+    );
     validate_tls(r, scheme.as_deref(), problems);
 }
 
@@ -319,14 +318,10 @@ fn validate_tls(r: &SchemaRegistryConfig, scheme: Option<&str>, problems: &mut V
         ("schema_registry.ssl_key", r.ssl_key()),
     ] {
         let Some(file) = value else { continue };
-        if !file.is_file() {
-            problems.push(Problem::new(
-                path,
-                format!("`{}`, which is not a readable file", file.display()),
-                "the path of an existing PEM file",
-                format!("correct {path} (relative paths start at the working directory)"),
-            ));
-        } else if scheme == Some("http") {
+        if !push_unless_pem_file(problems, path, file) {
+            continue;
+        }
+        if scheme == Some("http") {
             problems.push(Problem::new(
                 path,
                 "a TLS setting with an http:// schema_registry.url",

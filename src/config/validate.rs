@@ -9,6 +9,7 @@
 //! route's problems are dropped when the name it derives from is itself wrong).
 
 use super::commit::{default_commit_max_events, default_commit_max_ms, default_idle_offset_ms};
+use super::error::{push_if_zero, push_unless_pem_file};
 use super::snapshot::{default_chunk_size, default_max_window_changes};
 use super::{api, limits, route, schema_registry, shutdown, topics};
 use super::{
@@ -92,14 +93,13 @@ impl Config {
 
     fn validate_source(&self, problems: &mut Vec<Problem>) {
         let s = &self.source;
-        if s.server_id == 0 {
-            problems.push(Problem::new(
-                "source.server_id",
-                "0",
-                "a non-zero replica server id, unique among the server's replicas",
-                "set source.server_id to an unused id, e.g. 5401",
-            ));
-        }
+        push_if_zero(
+            problems,
+            s.server_id,
+            "source.server_id",
+            "a non-zero replica server id, unique among the server's replicas",
+            "set source.server_id to an unused id, e.g. 5401",
+        );
         if s.start.trim().is_empty() {
             problems.push(Problem::new(
                 "source.start",
@@ -117,22 +117,20 @@ impl Config {
                 "set source.heartbeat_ms, e.g. 5000 (the default)",
             ));
         }
-        if s.connect_timeout_ms == 0 {
-            problems.push(Problem::new(
-                "source.connect_timeout_ms",
-                "0",
-                "a timeout of at least 1 millisecond",
-                "set source.connect_timeout_ms, e.g. 10000 (the default)",
-            ));
-        }
-        if s.reconnect_backoff_max_ms == 0 {
-            problems.push(Problem::new(
-                "source.reconnect_backoff_max_ms",
-                "0",
-                "at least 1 millisecond",
-                "set source.reconnect_backoff_max_ms, e.g. 30000 (the default)",
-            ));
-        }
+        push_if_zero(
+            problems,
+            s.connect_timeout_ms,
+            "source.connect_timeout_ms",
+            "a timeout of at least 1 millisecond",
+            "set source.connect_timeout_ms, e.g. 10000 (the default)",
+        );
+        push_if_zero(
+            problems,
+            s.reconnect_backoff_max_ms,
+            "source.reconnect_backoff_max_ms",
+            "at least 1 millisecond",
+            "set source.reconnect_backoff_max_ms, e.g. 30000 (the default)",
+        );
         self.validate_tls(problems);
         if s.reconnect_backoff_min_ms > s.reconnect_backoff_max_ms {
             problems.push(Problem::new(
@@ -203,14 +201,7 @@ impl Config {
             ("source.ssl_key", s.ssl_key()),
         ] {
             if let Some(file) = value {
-                if !file.is_file() {
-                    problems.push(Problem::new(
-                        path,
-                        format!("`{}`, which is not a readable file", file.display()),
-                        "the path of an existing PEM file",
-                        format!("correct {path} (relative paths start at the working directory)"),
-                    ));
-                }
+                push_unless_pem_file(problems, path, file);
             }
         }
         for (name, _) in s.url.params() {
@@ -362,17 +353,16 @@ impl Config {
 
     fn validate_snapshot(&self, problems: &mut Vec<Problem>) {
         let s = &self.snapshot;
-        if s.chunk_size == 0 {
-            problems.push(Problem::new(
-                "snapshot.chunk_size",
-                "0",
-                "at least 1",
-                format!(
-                    "set snapshot.chunk_size to 1 or more, e.g. {}",
-                    default_chunk_size()
-                ),
-            ));
-        }
+        push_if_zero(
+            problems,
+            s.chunk_size,
+            "snapshot.chunk_size",
+            "at least 1",
+            format!(
+                "set snapshot.chunk_size to 1 or more, e.g. {}",
+                default_chunk_size()
+            ),
+        );
         if !(1..=64).contains(&s.parallelism) {
             problems.push(Problem::new(
                 "snapshot.parallelism",
@@ -382,17 +372,16 @@ impl Config {
                  spare cores",
             ));
         }
-        if s.max_window_changes == 0 {
-            problems.push(Problem::new(
-                "snapshot.max_window_changes",
-                "0",
-                "at least 1",
-                format!(
-                    "set snapshot.max_window_changes to 1 or more, e.g. {}",
-                    default_max_window_changes()
-                ),
-            ));
-        }
+        push_if_zero(
+            problems,
+            s.max_window_changes,
+            "snapshot.max_window_changes",
+            "at least 1",
+            format!(
+                "set snapshot.max_window_changes to 1 or more, e.g. {}",
+                default_max_window_changes()
+            ),
+        );
         if let Some(table) = &s.signal_table {
             if let Err(e) = crate::snapshot::adhoc::parse_table_name(table) {
                 // The message reads `table "x": <why>; expected ...`: the expectation is
@@ -426,14 +415,13 @@ impl Config {
             ),
         ];
         for (path, value, default) in checks {
-            if value == 0 {
-                problems.push(Problem::new(
-                    path,
-                    "0",
-                    "at least 1",
-                    format!("set {path} to 1 or more, e.g. {default} (the default)"),
-                ));
-            }
+            push_if_zero(
+                problems,
+                value,
+                path,
+                "at least 1",
+                format!("set {path} to 1 or more, e.g. {default} (the default)"),
+            );
         }
     }
 

@@ -69,10 +69,8 @@ pub fn write_json_value(out: &mut Vec<u8>, col: &Column, v: &Value) {
             if *month == 0 || *day == 0 {
                 out.extend_from_slice(b"null");
             } else {
-                let secs = days_from_civil(i64::from(*year), *month, *day) * 86_400
-                    + i64::from(*hour) * 3600
-                    + i64::from(*minute) * 60
-                    + i64::from(*second);
+                let secs =
+                    seconds_from_civil(i64::from(*year), *month, *day, *hour, *minute, *second);
                 if col.kind.fsp() <= 3 {
                     push_i64(out, secs * 1000 + i64::from(*micros / 1000));
                 } else {
@@ -333,6 +331,15 @@ fn push_padded(out: &mut Vec<u8>, v: u64, width: usize) {
         out.push(b'0');
     }
     push_u64(out, v);
+}
+
+/// Seconds since 1970-01-01 00:00:00 of a proleptic Gregorian date and time of day (no time
+/// zone: the wall clock as it is).
+pub fn seconds_from_civil(year: i64, month: u8, day: u8, hour: u8, minute: u8, second: u8) -> i64 {
+    days_from_civil(year, month, day) * 86_400
+        + i64::from(hour) * 3600
+        + i64::from(minute) * 60
+        + i64::from(second)
 }
 
 /// Days since 1970-01-01 of a proleptic Gregorian date (Howard Hinnant's algorithm;

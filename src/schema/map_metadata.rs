@@ -284,30 +284,31 @@ fn char_charsets(
             }
         }
     };
-    let count = raw
-        .columns
-        .iter()
-        .filter(|c| is_char(c, geometry_is_char))
-        .count();
-    let Some(list) = expand_charsets(
+    spread_charsets(
+        raw,
         opt.default_charset.as_ref(),
         opt.column_charset.as_ref(),
-        count,
-    )?
-    else {
+        |c| is_char(c, geometry_is_char),
+    )
+}
+
+/// The charsets of `default`/`per_column` given to the columns `takes` accepts, in order
+/// (None for the other columns, and for every column when neither list was logged).
+fn spread_charsets(
+    raw: &RawTableMap,
+    default: Option<&(u16, Vec<(usize, u16)>)>,
+    per_column: Option<&Vec<u16>>,
+    takes: impl Fn(&RawColumn) -> bool,
+) -> Result<Vec<Option<u16>>, String> {
+    let count = raw.columns.iter().filter(|c| takes(c)).count();
+    let Some(list) = expand_charsets(default, per_column, count)? else {
         return Ok(vec![None; raw.columns.len()]);
     };
     let mut it = list.into_iter();
     Ok(raw
         .columns
         .iter()
-        .map(|c| {
-            if is_char(c, geometry_is_char) {
-                it.next()
-            } else {
-                None
-            }
-        })
+        .map(|c| if takes(c) { it.next() } else { None })
         .collect())
 }
 
@@ -316,20 +317,10 @@ fn enum_set_charsets(
     raw: &RawTableMap,
     opt: &OptionalMetadata,
 ) -> Result<Vec<Option<u16>>, String> {
-    let is_es = |c: &RawColumn| matches!(c.real, RealType::Enum { .. } | RealType::Set { .. });
-    let count = raw.columns.iter().filter(|c| is_es(c)).count();
-    let Some(list) = expand_charsets(
+    spread_charsets(
+        raw,
         opt.enum_set_default_charset.as_ref(),
         opt.enum_set_column_charset.as_ref(),
-        count,
-    )?
-    else {
-        return Ok(vec![None; raw.columns.len()]);
-    };
-    let mut it = list.into_iter();
-    Ok(raw
-        .columns
-        .iter()
-        .map(|c| if is_es(c) { it.next() } else { None })
-        .collect())
+        |c| matches!(c.real, RealType::Enum { .. } | RealType::Set { .. }),
+    )
 }

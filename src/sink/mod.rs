@@ -208,6 +208,17 @@ impl Sink {
         Err(claim::resolve(msg, open_for, &self.s, self.claim_from))
     }
 
+    /// Writes the offset record (keyed by the pipeline's name) and waits until it and every
+    /// record before it are acknowledged.
+    fn send_offset_record(&self, bytes: &[u8]) -> Result<()> {
+        self.producer.send(
+            &self.s.offsets_topic,
+            Some(self.s.name.as_bytes()),
+            Some(bytes),
+        )?;
+        self.producer.wait_delivered()
+    }
+
     fn exactly_once(&self) -> bool {
         self.s.delivery == Delivery::ExactlyOnce
     }
@@ -566,12 +577,7 @@ impl Sink {
         let snapshot = cp.snapshot;
         let bytes = rec.to_bytes();
         if self.exactly_once() {
-            self.producer.send(
-                &self.s.offsets_topic,
-                Some(self.s.name.as_bytes()),
-                Some(&bytes),
-            )?;
-            self.producer.wait_delivered()?;
+            self.send_offset_record(&bytes)?;
             txn::commit(&self.producer, &self.s.shutdown)?;
             self.committed_txn = rec.txn;
             *self
@@ -582,12 +588,7 @@ impl Sink {
         } else {
             // At-least-once: the offset is written only after all data is acknowledged.
             self.producer.wait_delivered()?;
-            self.producer.send(
-                &self.s.offsets_topic,
-                Some(self.s.name.as_bytes()),
-                Some(&bytes),
-            )?;
-            self.producer.wait_delivered()?;
+            self.send_offset_record(&bytes)?;
         }
         let micros = started.elapsed().as_micros() as u64;
         self.stats

@@ -42,7 +42,7 @@
 
 use mysql_async::Value as Sql;
 
-use crate::encode::json_value::{days_from_civil, write_json_string};
+use crate::encode::json_value::{seconds_from_civil, write_json_string};
 use crate::error::{Error, Result};
 use crate::schema::{Column, ColumnKind, TableSchema};
 use crate::value::Value;
@@ -402,10 +402,7 @@ fn timestamp(
     if y > 9999 || !(1..=12).contains(&m) || !(1..=31).contains(&d) {
         return Err(format!("{y:04}-{m:02}-{d:02} is not a timestamp date"));
     }
-    let secs = days_from_civil(i64::from(y), m, d) * 86_400
-        + i64::from(hh) * 3600
-        + i64::from(mi) * 60
-        + i64::from(ss);
+    let secs = seconds_from_civil(i64::from(y), m, d, hh, mi, ss);
     if !(0..=i64::from(u32::MAX)).contains(&secs) {
         return Err(format!("{secs} seconds since the epoch is out of range"));
     }

@@ -9,7 +9,7 @@
 use super::decimal::decode_decimal;
 use super::jsonb::jsonb_to_json;
 use super::read::{be_uint, fixed, length_prefix, take, Problem};
-use super::temporal::{decode_datetime2, decode_time2, frac_micros};
+use super::temporal::{datetime_value, decode_datetime2, decode_time2, frac_micros};
 use crate::value::Value;
 
 /// How one column is stored in a row image.
@@ -142,18 +142,7 @@ pub(super) fn decode_cell(cell: Cell, data: &[u8], pos: &mut usize) -> Result<Va
             let (d, t) = (v / 1_000_000, v % 1_000_000);
             let (year, month, day) = (d / 10000, (d / 100) % 100, d % 100);
             let (hour, minute, second) = (t / 10000, (t / 100) % 100, t % 100);
-            if year > 9999 || month > 12 || day > 31 || hour > 23 || minute > 59 || second > 59 {
-                return Err(Problem::Invalid("DATETIME out of range"));
-            }
-            Value::DateTime {
-                year: year as u16,
-                month: month as u8,
-                day: day as u8,
-                hour: hour as u8,
-                minute: minute as u8,
-                second: second as u8,
-                micros: 0,
-            }
+            datetime_value([year, month, day, hour, minute, second], 0)?
         }
         Cell::DateTime2 { fsp } => decode_datetime2(data, pos, fsp)?,
         Cell::TimestampOld => Value::Timestamp {

@@ -40,7 +40,18 @@ pub(super) fn decode_datetime2(data: &[u8], pos: &mut usize, fsp: u8) -> Result<
     let hms = int_part & 0x1_FFFF;
     let (year, month, day) = (ym / 13, ym % 13, ymd & 31);
     let (hour, minute, second) = (hms >> 12, (hms >> 6) & 63, hms & 63);
-    if year > 9999 || hour > 23 || minute > 59 || second > 59 {
+    // Every part is non-negative: `int_part` is, and the parts are its bit fields.
+    datetime_value(
+        [year, month, day, hour, minute, second].map(|part| part as u64),
+        micros,
+    )
+}
+
+/// A DATETIME of its decoded parts (year, month, day, hour, minute, second), checked against
+/// the type's range (a zero month or day stays: MySQL's zero dates).
+pub(super) fn datetime_value(parts: [u64; 6], micros: u32) -> Result<Value, Problem> {
+    let [year, month, day, hour, minute, second] = parts;
+    if year > 9999 || month > 12 || day > 31 || hour > 23 || minute > 59 || second > 59 {
         return Err(Problem::Invalid("DATETIME out of range"));
     }
     Ok(Value::DateTime {

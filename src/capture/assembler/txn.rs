@@ -77,7 +77,25 @@ impl Assembler {
             self.progress_dirty = true;
             return;
         };
-        match txn.gtid {
+        self.consume_gtid(txn.gtid);
+        self.payload_end = 0;
+        let ts_ms = u64::from(ts) * 1000;
+        if self.replay_mode {
+            return;
+        }
+        if txn.begun {
+            out.push(Change::Commit(self.tracker.checkpoint(ts_ms)));
+            self.last_progress = Instant::now();
+            self.progress_dirty = false;
+        } else {
+            self.progress_dirty = true;
+            self.maybe_progress(out, false);
+        }
+    }
+
+    /// Adds the ended transaction's GTID to the tracked position.
+    fn consume_gtid(&mut self, gtid: PendingGtid) {
+        match gtid {
             PendingGtid::Mysql(u, tag, n) => {
                 if let Some(set) = self.tracker.mysql.as_mut() {
                     // gno (and tag) were validated when the GTID event was read; an
@@ -92,19 +110,6 @@ impl Assembler {
                 }
             }
             PendingGtid::None => {}
-        }
-        self.payload_end = 0;
-        let ts_ms = u64::from(ts) * 1000;
-        if self.replay_mode {
-            return;
-        }
-        if txn.begun {
-            out.push(Change::Commit(self.tracker.checkpoint(ts_ms)));
-            self.last_progress = Instant::now();
-            self.progress_dirty = false;
-        } else {
-            self.progress_dirty = true;
-            self.maybe_progress(out, false);
         }
     }
 
@@ -124,19 +129,7 @@ impl Assembler {
             )));
         }
         // Nothing was sent: like a commit without data (the GTID is still consumed).
-        match txn.gtid {
-            PendingGtid::Mysql(u, tag, n) => {
-                if let Some(set) = self.tracker.mysql.as_mut() {
-                    let _ = set.add(u, tag.as_deref(), n);
-                }
-            }
-            PendingGtid::Maria(g) => {
-                if let Some(list) = self.tracker.mariadb.as_mut() {
-                    list.update(g);
-                }
-            }
-            PendingGtid::None => {}
-        }
+        self.consume_gtid(txn.gtid);
         self.progress_dirty = true;
         self.maybe_progress(out, false);
         Ok(())

@@ -38,7 +38,7 @@ use schema::{ColPlan, Enc};
 pub use wire::{put_bytes, put_header, put_long, put_str};
 
 use crate::encode::change::{encode_change, Envelope, EnvelopeWriter, Op, Record, RowChange};
-use crate::encode::json_value::days_from_civil;
+use crate::encode::json_value::{days_from_civil, seconds_from_civil};
 use crate::encode::table_ctx::TableCtx;
 use crate::error::{Error, Result};
 use crate::schema::{charset_kind, decode_text, CharsetKind};
@@ -391,10 +391,7 @@ fn write_value(out: &mut Vec<u8>, enc: &Enc, v: &Value) -> std::result::Result<(
                 micros,
             },
         ) => {
-            let secs = days_from_civil(i64::from(*year), *month, *day) * 86_400
-                + i64::from(*hour) * 3600
-                + i64::from(*minute) * 60
-                + i64::from(*second);
+            let secs = seconds_from_civil(i64::from(*year), *month, *day, *hour, *minute, *second);
             put_long(out, secs * 1_000_000 + i64::from(*micros));
         }
         (

@@ -11,7 +11,7 @@ use sqlparser::tokenizer::Token;
 
 use super::change::DdlChange;
 use super::cursor::{is_word, is_word_any, Cx, PResult};
-use crate::schema::tracked::{normalize_charset, AlterOp, ColumnPosition};
+use crate::schema::tracked::{normalize_charset, AlterOp, ColumnDef, ColumnPosition};
 
 impl Cx<'_, '_> {
     pub(super) fn alter(&mut self) -> PResult<Option<Vec<DdlChange>>> {
@@ -97,6 +97,29 @@ impl Cx<'_, '_> {
         }
     }
 
+    /// Parses a column definition (and its `FIRST`/`AFTER` position when `positioned`), pushes
+    /// the op `make` builds from them, and an [`AlterOp::AddPrimaryKey`] right after it when the
+    /// definition says `PRIMARY KEY`.
+    fn column_op(
+        &mut self,
+        ops: &mut Vec<AlterOp>,
+        positioned: bool,
+        make: impl FnOnce(ColumnDef, ColumnPosition) -> AlterOp,
+    ) -> PResult<()> {
+        let column = self.column_def()?;
+        let position = if positioned {
+            self.position()?
+        } else {
+            ColumnPosition::Last
+        };
+        let name = column.def.name.clone();
+        ops.push(make(column.def, position));
+        if column.primary_key {
+            ops.push(AlterOp::AddPrimaryKey(vec![name]));
+        }
+        Ok(())
+    }
+
     fn alter_op(&mut self, ops: &mut Vec<AlterOp>, charset_ops: &mut Vec<AlterOp>) -> PResult<()> {
         const NOT_COLUMN_ADD: &[&str] = &[
             "INDEX",
@@ -122,16 +145,11 @@ impl Cx<'_, '_> {
                 let if_not_exists = self.eat_seq(&["IF", "NOT", "EXISTS"]);
                 if self.eat_tok(&Token::LParen) {
                     loop {
-                        let c = self.column_def()?;
-                        let name = c.def.name.clone();
-                        ops.push(AlterOp::AddColumn {
-                            def: c.def,
-                            position: ColumnPosition::Last,
+                        self.column_op(ops, false, |def, position| AlterOp::AddColumn {
+                            def,
+                            position,
                             if_not_exists,
-                        });
-                        if c.primary_key {
-                            ops.push(AlterOp::AddPrimaryKey(vec![name]));
-                        }
+                        })?;
                         if self.eat_tok(&Token::Comma) {
                             continue;
                         }
@@ -139,18 +157,11 @@ impl Cx<'_, '_> {
                         return Ok(());
                     }
                 }
-                let c = self.column_def()?;
-                let position = self.position()?;
-                let name = c.def.name.clone();
-                ops.push(AlterOp::AddColumn {
-                    def: c.def,
+                return self.column_op(ops, true, |def, position| AlterOp::AddColumn {
+                    def,
                     position,
                     if_not_exists,
                 });
-                if c.primary_key {
-                    ops.push(AlterOp::AddPrimaryKey(vec![name]));
-                }
-                return Ok(());
             }
             if is_word(t1, "SYSTEM") {
                 return Err("system versioning is not supported".into());
@@ -215,36 +226,22 @@ impl Cx<'_, '_> {
         if self.eat("MODIFY") {
             let _ = self.eat("COLUMN");
             let if_exists = self.eat_seq(&["IF", "EXISTS"]);
-            let c = self.column_def()?;
-            let position = self.position()?;
-            let name = c.def.name.clone();
-            ops.push(AlterOp::ModifyColumn {
-                def: c.def,
+            return self.column_op(ops, true, |def, position| AlterOp::ModifyColumn {
+                def,
                 position,
                 if_exists,
             });
-            if c.primary_key {
-                ops.push(AlterOp::AddPrimaryKey(vec![name]));
-            }
-            return Ok(());
         }
         if self.eat("CHANGE") {
             let _ = self.eat("COLUMN");
             let if_exists = self.eat_seq(&["IF", "EXISTS"]);
             let old = self.ident("a column name after CHANGE")?;
-            let c = self.column_def()?;
-            let position = self.position()?;
-            let name = c.def.name.clone();
-            ops.push(AlterOp::ChangeColumn {
+            return self.column_op(ops, true, |def, position| AlterOp::ChangeColumn {
                 old,
-                def: c.def,
+                def,
                 position,
                 if_exists,
             });
-            if c.primary_key {
-                ops.push(AlterOp::AddPrimaryKey(vec![name]));
-            }
-            return Ok(());
         }
         if self.peek_is("RENAME") {
             let t1 = self.peek_nth(1);
