@@ -409,8 +409,10 @@ fn adhoc_done(p: &Pipeline, request: &str) -> bool {
 /// Ad-hoc snapshots of a streaming pipeline (start = "latest": no initial snapshot): a
 /// Debezium-shaped signal row with a filter, a SIGKILL while it runs, a signal naming a table
 /// the pipeline does not capture (refused, nothing stops), then `sluice snapshot` over the
-/// HTTP API for the whole table. Each id gets exactly one `r` record per snapshot that covers
-/// it.
+/// HTTP API for the whole table; then filters that try to read another table, stall the
+/// snapshot or hide SQL in a comment (each refused naming its part, by the command and by a
+/// signal) and one with literals, functions and an interval that the server runs with bound
+/// parameters. Each id gets exactly one `r` record per snapshot that covers it.
 async fn adhoc_snapshots_by_signal_and_command(flavor: Flavor) {
     let n = 2000;
     let api = std::net::TcpListener::bind("127.0.0.1:0")
@@ -493,6 +495,55 @@ async fn adhoc_snapshots_by_signal_and_command(flavor: Flavor) {
         std::thread::sleep(Duration::from_millis(500));
     };
     assert_eq!(code, 0, "sluice snapshot: {out}\nlog:\n{}", p.log());
+
+    // Filters are parsed: each attack is refused naming its part, nothing is read for it.
+    for (attack, part) in [
+        (
+            "1=1 UNION SELECT user, password FROM mysql.user",
+            "goes on after one condition",
+        ),
+        (
+            "id IN (SELECT id FROM mysql.user)",
+            "IN takes a list of literals only",
+        ),
+        ("SLEEP(100) = 0", "the function SLEEP is not allowed"),
+        ("id > 0 /*! OR 1=1 */", "comments are not allowed"),
+        ("id = @@version", "variables are not allowed"),
+    ] {
+        let (code, out) =
+            p.command(&["snapshot", "--table", &format!("{db}.t"), "--where", attack]);
+        assert!(
+            code != 0 && out.contains("refused") && out.contains(part),
+            "[{}] `--where {attack}` is refused naming the part ({part}): exit {code}, {out}",
+            flavor.name
+        );
+    }
+    exec(
+        &mut c,
+        &[&format!(
+            "INSERT INTO {db}.sig VALUES ('sig-attack', 'execute-snapshot', '{{\"data-collections\": \
+             [\"{db}.t\"], \"additional-conditions\": [{{\"data-collection\": \"{db}.t\", \
+             \"filter\": \"BENCHMARK(1000000000, MD5(pad)) = 0\"}}]}}')"
+        )],
+    )
+    .await;
+    // A filter with string and number literals, functions and an interval runs with them as
+    // statement parameters on the server.
+    let (code, out) = p.command(&[
+        "snapshot",
+        "--table",
+        &format!("{db}.t"),
+        "--where",
+        "id BETWEEN 1 AND 10 AND LOWER(pad) <> 'no such '' pad' AND NOW() > \
+         DATE_SUB(NOW(), INTERVAL 1 DAY) AND id IN (1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 99999)",
+    ]);
+    assert_eq!(
+        code,
+        0,
+        "the filtered sluice snapshot: {out}\nlog:\n{}",
+        p.log()
+    );
+
     wait_caught_up(&p, &mut c).await;
     let reads = reads_per_id(&consume_all(&p.topic("t"), Duration::from_secs(3)));
     terminate(&mut child);
@@ -501,18 +552,26 @@ async fn adhoc_snapshots_by_signal_and_command(flavor: Flavor) {
         log.contains("snapshot signal refused") && log.contains("is not captured"),
         "the signal naming an uncaptured table is refused in the log:\n{log}"
     );
+    assert!(
+        log.contains("the function BENCHMARK is not allowed"),
+        "the signal with a BENCHMARK filter is refused in the log:\n{log}"
+    );
     let want: BTreeMap<i64, usize> = (1..=n as i64)
-        .map(|id| (id, if id <= 1000 { 2 } else { 1 }))
+        .map(|id| {
+            let filtered = if id <= 10 { 1 } else { 0 };
+            (id, filtered + if id <= 1000 { 2 } else { 1 })
+        })
         .collect();
     assert_eq!(
         reads, want,
-        "[{}] r records per id: the signal's filtered snapshot then the command's full one",
+        "[{}] r records per id: the signal's filtered snapshot, the command's full one, then \
+         the bound-parameter filter's ten; none for the refused filters",
         flavor.name
     );
     let sig = consume_all(&p.topic("sig"), Duration::from_secs(2));
     assert_eq!(
         sig.len(),
-        2,
+        3,
         "[{}] the signal rows are written to their topic",
         flavor.name
     );

@@ -2,7 +2,9 @@
 //! after the last key of the previous one (keyset pagination: every chunk is an index range
 //! scan, however deep into the table).
 
+use super::filter::RowFilter;
 use super::progress::KeyValue;
+use super::values::quote_ident as quote;
 use crate::value::Value;
 
 /// One column of the chunk key.
@@ -15,11 +17,6 @@ pub struct KeyColumn {
     /// be compared in the connection's collation, and a case-insensitive key could then skip or
     /// repeat rows.
     pub collation: Option<(String, String)>,
-}
-
-/// `` `name` `` with backquotes doubled.
-pub fn quote(name: &str) -> String {
-    format!("`{}`", name.replace('`', "``"))
 }
 
 /// The placeholder of a key value: the raw bytes reinterpreted in the column's charset and
@@ -40,7 +37,8 @@ pub struct Range<'a> {
     pub after: Option<&'a [KeyValue]>,
     /// Rows up to and including this key (to the end when `None`).
     pub upto: Option<&'a [KeyValue]>,
-    /// Only rows matching this SQL condition (an ad-hoc request's filter).
+    /// Only rows matching this condition (an ad-hoc request's filter, parsed and rendered by
+    /// [`RowFilter`]).
     pub filter: Option<&'a str>,
 }
 
@@ -106,8 +104,10 @@ fn where_clause(
         let v = bind(upto, key)?;
         conds.push(key_condition(key, &v, true, params));
     }
-    if let Some(f) = range.filter {
-        conds.push(format!("({f})"));
+    if let Some(text) = range.filter {
+        // Rendered from the parsed filter: its literals are parameters after the key's.
+        let filter = RowFilter::parse(text).map_err(|e| format!("the filter {text:?}: {e}"))?;
+        conds.push(filter.render(params));
     }
     Ok(if conds.is_empty() {
         String::new()
@@ -342,7 +342,8 @@ mod tests {
         assert_eq!(
             sql,
             "SELECT `v`, `a`, `b` FROM `d`.`t` WHERE ((`a` > ?) OR (`a` = ? AND `b` > ?)) \
-             AND ((`a` < ?) OR (`a` = ? AND `b` <= ?)) AND (v > 0 OR v IS NULL) ORDER BY `a`, `b`"
+             AND ((`a` < ?) OR (`a` = ? AND `b` <= ?)) AND ((`v` > ?) OR (`v` IS NULL)) \
+             ORDER BY `a`, `b`"
         );
         assert_eq!(
             params,
@@ -352,7 +353,8 @@ mod tests {
                 M::Int(2),
                 M::Int(3),
                 M::Int(3),
-                M::Int(4)
+                M::Int(4),
+                M::Int(0)
             ]
         );
         let (sql, params) = split_query("d", "t", &key[..1], Some(&after[..1]), 100).unwrap();

@@ -26,6 +26,7 @@
 pub mod adhoc;
 pub(crate) mod chunk;
 pub(crate) mod coordinator;
+pub mod filter;
 pub(crate) mod pool;
 pub mod progress;
 pub(crate) mod reader;

@@ -9,6 +9,7 @@ use mysql_async::{Conn, Row};
 use tokio::sync::mpsc;
 
 use super::chunk::{chunk_query, row_limit, split_query, ChunkCut, KeyColumn, Range};
+use super::filter::RowFilter;
 use super::progress::KeyValue;
 use super::values::{decode_row, select_list, SESSION_SETUP};
 use super::window::Watermark;
@@ -247,6 +248,16 @@ impl Reader {
         req: &ReadRequest,
         out: &mpsc::Sender<Result<ReadOutcome>>,
     ) -> Result<Option<ReadOutcome>> {
+        if let Some(Err(e)) = req.filter.as_deref().map(RowFilter::parse) {
+            // Refused when requested; a filter stored by an earlier version may still be.
+            return Ok(Some(ReadOutcome::Skip {
+                seq: req.seq,
+                reason: format!(
+                    "the filter {:?} is refused: {e}",
+                    req.filter.as_deref().unwrap_or("")
+                ),
+            }));
+        }
         let info = match self.info(&req.db, &req.table, req.fresh).await? {
             Ok(i) => i,
             Err(reason) => {

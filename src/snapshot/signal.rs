@@ -40,6 +40,7 @@
 use serde_json::{Map, Value as Json};
 
 use super::adhoc::{parse_table_name, AdhocRequest};
+use super::filter::RowFilter;
 use crate::schema::{charset_kind, decode_text, CharsetKind, ColumnKind, TableSchema};
 use crate::value::Value;
 
@@ -320,7 +321,9 @@ fn check_filter(id: &str, filter: &str) -> Result<(), String> {
              runs it as WHERE (<filter>)"
         ));
     }
-    Ok(())
+    RowFilter::parse(filter)
+        .map(|_| ())
+        .map_err(|e| format!("signal {id:?}: the filter {filter:?} is refused: {e}"))
 }
 
 /// The names of a `data-collections` array, trimmed, each a plain `db.table`, without

@@ -33,6 +33,7 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use super::adhoc::{parse_table_name, Inbox};
+use super::filter::RowFilter;
 use super::pool::Pool;
 use super::progress::{KeyValue, SnapshotProgress, TableProgress};
 use super::signal::Signal;
@@ -151,6 +152,17 @@ impl Snapshotter {
             finished_rows: 0,
             finished_requests: Vec::new(),
         });
+        for t in progress.tables.iter().filter(|t| !t.done) {
+            // A filter stored by an earlier version that this one refuses: the table's read
+            // is skipped with this reason (the reader checks it again).
+            if let Some(Err(e)) = t.filter.as_deref().map(RowFilter::parse) {
+                tracing::warn!(
+                    table = %format!("{}.{}", t.db, t.table),
+                    filter = t.filter.as_deref().unwrap_or(""),
+                    "the stored snapshot filter is refused ({e}); the table will be skipped"
+                );
+            }
+        }
         if !progress.tables.is_empty() {
             tracing::info!(
                 tables = progress.table_count(),

@@ -11,6 +11,7 @@
 use super::{Plan, Snapshotter};
 use crate::mysql::server::Flavor;
 use crate::snapshot::adhoc::{parse_table_name, Accepted, AdhocRequest, Rejected};
+use crate::snapshot::filter::{filter_functions, RowFilter};
 use crate::snapshot::progress::TableProgress;
 use crate::snapshot::signal::Signal;
 
@@ -75,9 +76,10 @@ impl Snapshotter {
             ));
         }
         if let Some(f) = &req.filter {
-            if f.trim().is_empty() || f.contains(';') {
+            if let Err(e) = RowFilter::parse(f) {
                 return Err(Rejected::Invalid(format!(
-                    "`where` {f:?} is not a single SQL condition (empty, or with a `;`)"
+                    "`where` {f:?} is refused: {e}; a filter is one condition over the                      table's own columns (literals, operators, IN (literals), BETWEEN, IS NULL,                      LIKE and the functions {})",
+                    filter_functions()
                 )));
             }
         }
