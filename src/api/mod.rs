@@ -40,6 +40,8 @@
 //! [`Accepted`]: crate::snapshot::adhoc::Accepted
 
 pub mod client;
+mod guard;
+mod server;
 #[cfg(test)]
 mod tests;
 
@@ -217,6 +219,9 @@ struct Shared {
     access: MutationAccess,
     listen: SocketAddr,
     in_flight: Semaphore,
+    allowed_hosts: Vec<String>,
+    allowed_origins: Vec<String>,
+    request_timeout: Duration,
 }
 
 /// A running API server.
@@ -247,7 +252,7 @@ impl ApiServer {
 pub async fn serve(
     cfg: &ApiConfig,
     state: ApiState,
-    mut shutdown: watch::Receiver<bool>,
+    shutdown: watch::Receiver<bool>,
 ) -> Result<ApiServer> {
     let listen = cfg.listen_addr().ok_or_else(|| {
         Error::definite(format!(
@@ -275,6 +280,9 @@ pub async fn serve(
         access,
         listen: addr,
         in_flight: Semaphore::new(MAX_IN_FLIGHT),
+        allowed_hosts: cfg.allowed_hosts.clone(),
+        allowed_origins: cfg.allowed_origins.clone(),
+        request_timeout: cfg.request_timeout(),
     });
     if access == MutationAccess::Refused {
         tracing::warn!(
@@ -285,17 +293,11 @@ pub async fn serve(
         );
     }
     let app = router(shared);
-    let task = tokio::spawn(async move {
-        let stop = async move {
-            let _ = shutdown.wait_for(|stop| *stop).await;
-        };
-        if let Err(e) = axum::serve(listener, app)
-            .with_graceful_shutdown(stop)
-            .await
-        {
-            tracing::warn!(error = %e, "the api server stopped");
-        }
-    });
+    let limits = server::ConnectionLimits {
+        max_connections: cfg.max_connections.max(1),
+        header_timeout: cfg.header_timeout(),
+    };
+    let task = tokio::spawn(server::serve_connections(listener, app, limits, shutdown));
     tracing::info!(%addr, mutating = ?access, "api listening");
     Ok(ApiServer { addr, task })
 }
@@ -313,8 +315,13 @@ fn router(shared: Arc<Shared>) -> Router {
         .method_not_allowed_fallback(method_not_allowed)
         .layer(middleware::from_fn_with_state(
             shared.clone(),
+            within_request_timeout,
+        ))
+        .layer(middleware::from_fn_with_state(
+            shared.clone(),
             limit_in_flight,
         ))
+        .layer(middleware::from_fn_with_state(shared.clone(), host_check))
         .layer(DefaultBodyLimit::max(MAX_BODY_BYTES))
         .with_state(shared)
 }
@@ -359,41 +366,72 @@ impl FromRequestParts<Arc<Shared>> for Mutating {
         parts: &mut Parts,
         shared: &Arc<Shared>,
     ) -> Result<Self, Self::Rejection> {
-        match shared.access {
-            MutationAccess::Open => Ok(Mutating),
-            MutationAccess::Refused => Err(ApiError::new(
+        let origin = parts
+            .headers
+            .get(header::ORIGIN)
+            .map(|v| v.to_str().unwrap_or("(not text)"));
+        if !guard::origin_allowed(origin, &shared.allowed_origins) {
+            return Err(ApiError::new(
                 StatusCode::FORBIDDEN,
                 format!(
-                    "{} {} is refused: the API listens on {}, which is not a loopback \
-                     address, and no token is configured; set api.token (or \
-                     SLUICE_API_TOKEN) and send `Authorization: Bearer <token>`, or listen \
-                     on a loopback address (api.listen = \"127.0.0.1:8089\")",
+                    "{} {} from a web page (Origin {}) is refused: pages may change the \
+                     pipeline only from an origin listed in api.allowed_origins",
                     parts.method,
                     parts.uri.path(),
-                    shared.listen
+                    origin.unwrap_or_default()
                 ),
-            )),
-            MutationAccess::Token => {
-                let expected = shared.token.as_ref().map(|t| t.expose().as_bytes());
-                let given = parts
-                    .headers
-                    .get(header::AUTHORIZATION)
-                    .and_then(|v| v.to_str().ok())
-                    .and_then(bearer_token);
-                match (given, expected) {
-                    (Some(given), Some(expected)) if same_bytes(given.as_bytes(), expected) => {
-                        Ok(Mutating)
-                    }
-                    (None, _) => Err(ApiError::new(
-                        StatusCode::UNAUTHORIZED,
-                        "this endpoint needs `Authorization: Bearer <token>` with the token \
-                         of api.token",
-                    )),
-                    _ => Err(ApiError::new(
-                        StatusCode::UNAUTHORIZED,
-                        "the bearer token is not api.token",
-                    )),
-                }
+            ));
+        }
+        mutation_allowed(parts, shared)?;
+        if guard::has_body(&parts.headers) && !guard::is_json(&parts.headers) {
+            return Err(ApiError::new(
+                StatusCode::UNSUPPORTED_MEDIA_TYPE,
+                format!(
+                    "{} {} takes a JSON body: send `Content-Type: application/json` (or no \
+                     body)",
+                    parts.method,
+                    parts.uri.path()
+                ),
+            ));
+        }
+        Ok(Mutating)
+    }
+}
+
+/// The token or loopback rule of [`mutation_access`] for one request.
+fn mutation_allowed(parts: &Parts, shared: &Shared) -> Result<(), ApiError> {
+    match shared.access {
+        MutationAccess::Open => Ok(()),
+        MutationAccess::Refused => Err(ApiError::new(
+            StatusCode::FORBIDDEN,
+            format!(
+                "{} {} is refused: the API listens on {}, which is not a loopback \
+                 address, and no token is configured; set api.token (or \
+                 SLUICE_API_TOKEN) and send `Authorization: Bearer <token>`, or listen \
+                 on a loopback address (api.listen = \"127.0.0.1:8089\")",
+                parts.method,
+                parts.uri.path(),
+                shared.listen
+            ),
+        )),
+        MutationAccess::Token => {
+            let expected = shared.token.as_ref().map(|t| t.expose().as_bytes());
+            let given = parts
+                .headers
+                .get(header::AUTHORIZATION)
+                .and_then(|v| v.to_str().ok())
+                .and_then(bearer_token);
+            match (given, expected) {
+                (Some(given), Some(expected)) if same_bytes(given.as_bytes(), expected) => Ok(()),
+                (None, _) => Err(ApiError::new(
+                    StatusCode::UNAUTHORIZED,
+                    "this endpoint needs `Authorization: Bearer <token>` with the token \
+                     of api.token",
+                )),
+                _ => Err(ApiError::new(
+                    StatusCode::UNAUTHORIZED,
+                    "the bearer token is not api.token",
+                )),
             }
         }
     }
@@ -409,6 +447,45 @@ fn bearer_token(value: &str) -> Option<&str> {
 /// Compares in time independent of where the bytes differ.
 fn same_bytes(a: &[u8], b: &[u8]) -> bool {
     a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
+}
+
+/// Refuses a `Host` that is not an IP address, a loopback name or in `api.allowed_hosts`.
+async fn host_check(State(shared): State<Arc<Shared>>, request: Request, next: Next) -> Response {
+    let host = request
+        .headers()
+        .get(header::HOST)
+        .map(|v| v.to_str().unwrap_or("(not text)"));
+    if guard::host_allowed(host, &shared.allowed_hosts) {
+        return next.run(request).await;
+    }
+    ApiError::new(
+        StatusCode::FORBIDDEN,
+        format!(
+            "the Host {:?} is neither an IP address, a loopback name nor in api.allowed_hosts; \
+             add the name clients use (e.g. \"sluice:8089\") to api.allowed_hosts",
+            host.unwrap_or_default()
+        ),
+    )
+    .into_response()
+}
+
+/// Answers 408 when the request (body included) takes longer than `api.request_timeout_ms`.
+async fn within_request_timeout(
+    State(shared): State<Arc<Shared>>,
+    request: Request,
+    next: Next,
+) -> Response {
+    match tokio::time::timeout(shared.request_timeout, next.run(request)).await {
+        Ok(response) => response,
+        Err(_) => ApiError::new(
+            StatusCode::REQUEST_TIMEOUT,
+            format!(
+                "the request took longer than api.request_timeout_ms ({} ms)",
+                shared.request_timeout.as_millis()
+            ),
+        )
+        .into_response(),
+    }
 }
 
 async fn limit_in_flight(

@@ -103,7 +103,9 @@ impl Running {
     ) -> (u16, Value) {
         let mut b = self.http.request(method.parse().unwrap(), self.url(path));
         if let Some(body) = body {
-            b = b.body(body.to_string());
+            b = b
+                .header("Content-Type", "application/json")
+                .body(body.to_string());
         }
         if let Some(t) = token {
             b = b.header("Authorization", format!("Bearer {t}"));
@@ -154,6 +156,10 @@ async fn start_with(control: SnapshotControl, listen: &str, token: Option<&str>)
         token: Secret::new(token.unwrap_or_default().to_string()),
         ..ApiConfig::default()
     };
+    start_configured(control, cfg).await
+}
+
+async fn start_configured(control: SnapshotControl, cfg: ApiConfig) -> Running {
     let ops = ops(cfg.ready_max_lag_seconds);
     let (stop, stop_rx) = watch::channel(false);
     let state = ApiState::new(control, ops.clone(), cfg.token().map(str::to_owned));
@@ -1106,3 +1112,6 @@ fn the_schemas_fit_what_the_types_serialize() {
         json!(crate::metrics::STATES)
     );
 }
+
+#[path = "hardening_tests.rs"]
+mod hardening;

@@ -3,9 +3,11 @@
 //! it.
 
 use std::net::SocketAddr;
+use std::time::Duration;
 
 use serde::{Deserialize, Serialize, Serializer};
 
+use super::error::push_if_zero;
 use super::secret::{Secret, REDACTED};
 use super::Problem;
 
@@ -40,6 +42,38 @@ pub struct ApiConfig {
     /// 503. Seconds, greater than 0; fractions allowed. Default: 60.
     #[serde(default = "default_ready_max_lag_seconds")]
     pub ready_max_lag_seconds: f64,
+    /// A file holding the token (its content, surrounding whitespace removed), read at start,
+    /// so the token need not sit in the configuration or the environment; instead of
+    /// `token`. Default: empty (none).
+    #[serde(default)]
+    pub token_file: String,
+    /// Host names the `Host` header of a request may carry (with or without the port), besides
+    /// IP addresses and loopback names (`localhost`, `*.localhost`), which are always accepted;
+    /// any other is refused (403), so a web page on a rebinding domain cannot reach the API.
+    /// E.g. `["sluice:8089"]` where Prometheus scrapes a container by name. Default: empty.
+    #[serde(default)]
+    pub allowed_hosts: Vec<String>,
+    /// Origins (`scheme://host[:port]`) whose web pages may call the mutating endpoints; a
+    /// mutating request with any other `Origin` header is refused (403), so a page the operator
+    /// opens cannot pause the pipeline. Requests without `Origin` (curl, `sluice snapshot`) are
+    /// not affected. Default: empty (no browser page may).
+    #[serde(default)]
+    pub allowed_origins: Vec<String>,
+    /// Milliseconds a connection may take to send a request's headers, counted from its
+    /// start or from the previous answer, so also how long a kept-alive connection may stay
+    /// idle; then it is closed. Greater than 0. Default: 10000.
+    #[serde(default = "default_header_timeout_ms")]
+    pub header_timeout_ms: u64,
+    /// Milliseconds a request may take from its headers to its answer, body included; then
+    /// it is answered 408. Greater than 0. Default: 90000 (`POST /snapshots` waits up to 60 s
+    /// for the stream to take the request).
+    #[serde(default = "default_request_timeout_ms")]
+    pub request_timeout_ms: u64,
+    /// Connections served at once; one more is closed as soon as it is accepted (the API's
+    /// sockets share the process's file descriptors with Kafka and the source). Greater than
+    /// 0. Default: 128.
+    #[serde(default = "default_max_connections")]
+    pub max_connections: usize,
 }
 
 impl Default for ApiConfig {
@@ -49,8 +83,26 @@ impl Default for ApiConfig {
             listen: default_listen(),
             token: Secret::default(),
             ready_max_lag_seconds: DEFAULT_READY_MAX_LAG_SECONDS,
+            token_file: String::new(),
+            allowed_hosts: Vec::new(),
+            allowed_origins: Vec::new(),
+            header_timeout_ms: default_header_timeout_ms(),
+            request_timeout_ms: default_request_timeout_ms(),
+            max_connections: default_max_connections(),
         }
     }
+}
+
+fn default_header_timeout_ms() -> u64 {
+    10_000
+}
+
+fn default_request_timeout_ms() -> u64 {
+    90_000
+}
+
+fn default_max_connections() -> usize {
+    128
 }
 
 fn default_enabled() -> bool {
@@ -76,9 +128,56 @@ impl ApiConfig {
         self.listen.trim().parse().ok()
     }
 
-    /// The token, when one is set. Secret: do not log it.
+    /// The token, when one is set (after [`ApiConfig::read_token_file`], also one from
+    /// `token_file`). Secret: do not log it.
     pub fn token(&self) -> Option<&str> {
         Some(self.token.expose().as_str()).filter(|t| !t.is_empty())
+    }
+
+    /// Reads `token_file` into the token; a problem names the setting when both are set or
+    /// the file cannot be read or is empty.
+    pub(super) fn read_token_file(&mut self) -> Result<(), Problem> {
+        let path = self.token_file.trim();
+        if path.is_empty() {
+            return Ok(());
+        }
+        if self.token().is_some() {
+            return Err(Problem::new(
+                "api.token_file",
+                "both api.token and api.token_file",
+                "one of them",
+                "remove api.token (or SLUICE_API_TOKEN), or api.token_file",
+            ));
+        }
+        let text = std::fs::read_to_string(path).map_err(|e| {
+            Problem::new(
+                "api.token_file",
+                format!("`{path}`, which cannot be read: {e}"),
+                "the path of a readable file holding the token",
+                "correct api.token_file (relative paths start at the working directory)",
+            )
+        })?;
+        let token = text.trim();
+        if token.is_empty() {
+            return Err(Problem::new(
+                "api.token_file",
+                format!("`{path}`, which is empty"),
+                "a file holding the token",
+                "write the token into the file, e.g. `openssl rand -hex 32 > FILE`",
+            ));
+        }
+        self.token = Secret::new(token.to_string());
+        Ok(())
+    }
+
+    /// `header_timeout_ms` as a duration.
+    pub fn header_timeout(&self) -> Duration {
+        Duration::from_millis(self.header_timeout_ms)
+    }
+
+    /// `request_timeout_ms` as a duration.
+    pub fn request_timeout(&self) -> Duration {
+        Duration::from_millis(self.request_timeout_ms)
     }
 }
 
@@ -108,6 +207,47 @@ pub(super) fn validate(a: &ApiConfig, problems: &mut Vec<Problem>) {
             "set api.token (or SLUICE_API_TOKEN) to e.g. the output of `openssl rand -hex 32`",
         ));
     }
+    push_if_zero(
+        problems,
+        a.header_timeout_ms,
+        "api.header_timeout_ms",
+        "a timeout of at least 1 millisecond",
+        "set api.header_timeout_ms, e.g. 10000 (the default)",
+    );
+    push_if_zero(
+        problems,
+        a.request_timeout_ms,
+        "api.request_timeout_ms",
+        "a timeout of at least 1 millisecond",
+        "set api.request_timeout_ms, e.g. 90000 (the default)",
+    );
+    push_if_zero(
+        problems,
+        a.max_connections,
+        "api.max_connections",
+        "at least 1",
+        "set api.max_connections, e.g. 128 (the default)",
+    );
+    for (i, origin) in a.allowed_origins.iter().enumerate() {
+        if !is_origin(origin) {
+            problems.push(Problem::new(
+                format!("api.allowed_origins[{i}]"),
+                format!("{origin:?}"),
+                "an origin as browsers send it: scheme://host or scheme://host:port, no path",
+                "write the origin of the page, e.g. \"https://ops.example.com\"",
+            ));
+        }
+    }
+    for (i, host) in a.allowed_hosts.iter().enumerate() {
+        if host.trim().is_empty() || host.contains(['/', ' ', '@']) {
+            problems.push(Problem::new(
+                format!("api.allowed_hosts[{i}]"),
+                format!("{host:?}"),
+                "a host name, optionally with its port, as in a Host header",
+                "write the name clients use, e.g. \"sluice:8089\"",
+            ));
+        }
+    }
     let lag = a.ready_max_lag_seconds;
     if !(lag.is_finite() && lag > 0.0) {
         problems.push(Problem::new(
@@ -118,4 +258,14 @@ pub(super) fn validate(a: &ApiConfig, problems: &mut Vec<Problem>) {
              above which GET /readyz answers 503",
         ));
     }
+}
+
+/// Whether `text` is an origin: `http://` or `https://`, a host, an optional port, no path.
+fn is_origin(text: &str) -> bool {
+    let Some((scheme, rest)) = text.split_once("://") else {
+        return false;
+    };
+    matches!(scheme, "http" | "https")
+        && !rest.is_empty()
+        && !rest.contains(['/', '?', '#', '@', ' '])
 }

@@ -168,6 +168,12 @@ pub(super) const FIELDS: &[Field] = &[
         secret: true,
     },
     field(&["api", "ready_max_lag_seconds"], Kind::Float),
+    field(&["api", "token_file"], Kind::Str),
+    field(&["api", "allowed_hosts"], Kind::List),
+    field(&["api", "allowed_origins"], Kind::List),
+    field(&["api", "header_timeout_ms"], Kind::Int),
+    field(&["api", "request_timeout_ms"], Kind::Int),
+    field(&["api", "max_connections"], Kind::Int),
 ];
 
 /// The variable name for a TOML path: `SLUICE_` + the path joined by `_`, upper-cased.

@@ -76,6 +76,10 @@ impl Config {
         if config.routes.is_empty() {
             config.routes.push(Config::default_route(&config.name));
         }
+        config
+            .api
+            .read_token_file()
+            .map_err(|p| ConfigError::Invalid(vec![p]))?;
         Ok(config)
     }
 }

@@ -760,7 +760,8 @@ fn env_table_covers_every_scalar_field() {
             {
                 for (field, v) in section {
                     let is_list = matches!(v, toml::Value::Array(_));
-                    if !v.is_table() && (!is_list || field == "include" || field == "exclude") {
+                    let listed = ["include", "exclude", "allowed_hosts", "allowed_origins"];
+                    if !v.is_table() && (!is_list || listed.contains(&field.as_str())) {
                         expected.insert(env::env_var_name(&[key, field]));
                     }
                 }
@@ -1520,6 +1521,86 @@ fn api_token_must_be_sendable_and_is_not_shown() {
     );
     assert!(!p.to_string().contains(PASSWORD), "{p}");
     assert_problem(&with("[api]\ntoken = \"t\\u00e9\""), "api.token");
+}
+
+#[test]
+fn api_token_from_a_file() {
+    let dir = std::env::temp_dir().join(format!("sluice-token-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join("token");
+    std::fs::write(&file, format!("  {PASSWORD}\n")).unwrap();
+    let text = with(&format!(
+        "[api]\ntoken_file = {:?}",
+        file.display().to_string()
+    ));
+    let c: Config = text.parse().unwrap();
+    assert_eq!(c.api.token(), Some(PASSWORD), "the file's content, trimmed");
+    assert!(!format!("{c:?}").contains(PASSWORD));
+    assert!(!serde_json::to_string(&c).unwrap().contains(PASSWORD));
+    // Both, an unreadable file and an empty one: refused, naming the setting.
+    let both = with(&format!(
+        "[api]\ntoken = \"x\"\ntoken_file = {:?}",
+        file.display().to_string()
+    ));
+    let e = both.parse::<Config>().unwrap_err().to_string();
+    assert!(e.contains("api.token_file") && e.contains("both"), "{e}");
+    let e = with("[api]\ntoken_file = \"/nonexistent/token\"")
+        .parse::<Config>()
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains("api.token_file") && e.contains("cannot be read"),
+        "{e}"
+    );
+    std::fs::write(&file, "\n").unwrap();
+    let e = text.parse::<Config>().unwrap_err().to_string();
+    assert!(e.contains("api.token_file") && e.contains("empty"), "{e}");
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn api_hosts_origins_timeouts_and_cap_are_checked() {
+    let c: Config = MINIMAL.parse().unwrap();
+    assert_eq!(
+        (
+            c.api.header_timeout_ms,
+            c.api.request_timeout_ms,
+            c.api.max_connections
+        ),
+        (10_000, 90_000, 128)
+    );
+    assert!(c.api.allowed_hosts.is_empty() && c.api.allowed_origins.is_empty());
+    for field in ["header_timeout_ms", "request_timeout_ms", "max_connections"] {
+        assert_problem(
+            &with(&format!("[api]\n{field} = 0")),
+            &format!("api.{field}"),
+        );
+    }
+    for bad in [
+        "ops.example.com",
+        "https://ops.example.com/path",
+        "ftp://x",
+        "https://",
+    ] {
+        assert_problem(
+            &with(&format!("[api]\nallowed_origins = [{bad:?}]")),
+            "api.allowed_origins[0]",
+        );
+    }
+    assert_problem(
+        &with("[api]\nallowed_hosts = [\"http://sluice\"]"),
+        "api.allowed_hosts[0]",
+    );
+    let c = Config::from_str_with_env(
+        MINIMAL,
+        env(&[
+            ("SLUICE_API_ALLOWED_HOSTS", "sluice:8089,metrics"),
+            ("SLUICE_API_ALLOWED_ORIGINS", "https://ops.example.com"),
+        ]),
+    )
+    .unwrap();
+    assert_eq!(c.api.allowed_hosts, ["sluice:8089", "metrics"]);
+    assert_eq!(c.api.allowed_origins, ["https://ops.example.com"]);
 }
 
 #[test]

@@ -655,12 +655,7 @@ fn render(n: &Node, sql: &mut String, params: &mut Vec<mysql_async::Value>) {
             sql.push('(');
             render(expr, sql, params);
             sql.push_str(if *negated { " NOT IN (" } else { " IN (" });
-            for (i, item) in list.iter().enumerate() {
-                if i > 0 {
-                    sql.push_str(", ");
-                }
-                render(item, sql, params);
-            }
+            render_list(list, sql, params);
             sql.push_str("))");
         }
         Node::Between {
@@ -700,12 +695,7 @@ fn render(n: &Node, sql: &mut String, params: &mut Vec<mysql_async::Value>) {
         Node::Call(name, args) => {
             sql.push_str(name);
             sql.push('(');
-            for (i, arg) in args.iter().enumerate() {
-                if i > 0 {
-                    sql.push_str(", ");
-                }
-                render(arg, sql, params);
-            }
+            render_list(args, sql, params);
             sql.push(')');
         }
         Node::Interval(amount, unit) => {
@@ -714,6 +704,16 @@ fn render(n: &Node, sql: &mut String, params: &mut Vec<mysql_async::Value>) {
             sql.push(' ');
             sql.push_str(unit);
         }
+    }
+}
+
+/// `a, b, c`.
+fn render_list(items: &[Node], sql: &mut String, params: &mut Vec<mysql_async::Value>) {
+    for (i, item) in items.iter().enumerate() {
+        if i > 0 {
+            sql.push_str(", ");
+        }
+        render(item, sql, params);
     }
 }
 
