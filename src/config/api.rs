@@ -8,7 +8,7 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize, Serializer};
 
 use super::error::push_if_zero;
-use super::secret::{Secret, REDACTED};
+use super::secret::{both_set, read_secret_file, Secret, REDACTED};
 use super::Problem;
 
 /// The default `api.listen`.
@@ -142,31 +142,9 @@ impl ApiConfig {
             return Ok(());
         }
         if self.token().is_some() {
-            return Err(Problem::new(
-                "api.token_file",
-                "both api.token and api.token_file",
-                "one of them",
-                "remove api.token (or SLUICE_API_TOKEN), or api.token_file",
-            ));
+            return Err(both_set("api.token", "api.token_file"));
         }
-        let text = std::fs::read_to_string(path).map_err(|e| {
-            Problem::new(
-                "api.token_file",
-                format!("`{path}`, which cannot be read: {e}"),
-                "the path of a readable file holding the token",
-                "correct api.token_file (relative paths start at the working directory)",
-            )
-        })?;
-        let token = text.trim();
-        if token.is_empty() {
-            return Err(Problem::new(
-                "api.token_file",
-                format!("`{path}`, which is empty"),
-                "a file holding the token",
-                "write the token into the file, e.g. `openssl rand -hex 32 > FILE`",
-            ));
-        }
-        self.token = Secret::new(token.to_string());
+        self.token = Secret::new(read_secret_file("api.token_file", path)?);
         Ok(())
     }
 

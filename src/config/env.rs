@@ -169,6 +169,8 @@ pub(super) const FIELDS: &[Field] = &[
     },
     field(&["api", "ready_max_lag_seconds"], Kind::Float),
     field(&["api", "token_file"], Kind::Str),
+    field(&["source", "password_file"], Kind::Str),
+    field(&["schema_registry", "password_file"], Kind::Str),
     field(&["api", "allowed_hosts"], Kind::List),
     field(&["api", "allowed_origins"], Kind::List),
     field(&["api", "header_timeout_ms"], Kind::Int),

@@ -76,10 +76,18 @@ impl Config {
         if config.routes.is_empty() {
             config.routes.push(Config::default_route(&config.name));
         }
-        config
-            .api
-            .read_token_file()
-            .map_err(|p| ConfigError::Invalid(vec![p]))?;
+        // Secrets kept in files.
+        let problems: Vec<_> = [
+            config.source.read_password_file(),
+            config.schema_registry.read_password_file(),
+            config.api.read_token_file(),
+        ]
+        .into_iter()
+        .filter_map(|r| r.err())
+        .collect();
+        if !problems.is_empty() {
+            return Err(ConfigError::Invalid(problems));
+        }
         Ok(config)
     }
 }

@@ -74,6 +74,10 @@ pub struct SchemaRegistryConfig {
     /// never printed. Default: empty.
     #[serde(default, serialize_with = "serialize_password")]
     pub password: Secret<String>,
+    /// A file holding the password (its content, surrounding whitespace removed), read at
+    /// start; instead of `password`. Default: empty (none).
+    #[serde(default)]
+    pub password_file: String,
     /// PEM file of the CA certificate(s) the registry's certificate must be signed by
     /// (`https://` only); replaces the system's trusted roots. Default: empty (the
     /// system's roots).
@@ -108,6 +112,7 @@ impl Default for SchemaRegistryConfig {
             url: String::new(),
             username: String::new(),
             password: Secret::default(),
+            password_file: String::new(),
             ssl_ca: PathBuf::new(),
             ssl_cert: PathBuf::new(),
             ssl_key: PathBuf::new(),
@@ -329,5 +334,27 @@ fn validate_tls(r: &SchemaRegistryConfig, scheme: Option<&str>, problems: &mut V
                 format!("use https:// in schema_registry.url, or remove {path}"),
             ));
         }
+    }
+}
+
+impl SchemaRegistryConfig {
+    /// Reads `password_file` into `password`; a problem names the setting when both are
+    /// set, or the file cannot be read or is empty.
+    pub(super) fn read_password_file(&mut self) -> Result<(), Problem> {
+        let path = self.password_file.trim();
+        if path.is_empty() {
+            return Ok(());
+        }
+        if !self.password.expose().is_empty() {
+            return Err(super::secret::both_set(
+                "schema_registry.password",
+                "schema_registry.password_file",
+            ));
+        }
+        self.password = Secret::new(super::secret::read_secret_file(
+            "schema_registry.password_file",
+            path,
+        )?);
+        Ok(())
     }
 }

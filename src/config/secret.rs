@@ -22,9 +22,31 @@ pub const REDACTED: &str = "***";
 /// URL query parameter or a `key = value` line secret.
 pub const SECRET_KEY_MARKERS: &[&str] = &[
     "password",
+    "passphrase",
     "secret",
+    "private.key",
     "sasl.oauthbearer.config",
+    "ssl.key",
+    "ssl.keystore",
+];
+
+/// The properties librdkafka itself marks sensitive (`_RK_SENSITIVE` in its
+/// `rdkafka_conf.c`), but `sasl.username`, which names the principal and is shown. A test
+/// reads the vendored `rdkafka_conf.c` again, so a librdkafka upgrade that marks another one
+/// fails until it is listed here.
+pub const LIBRDKAFKA_SENSITIVE: &[&str] = &[
+    "sasl.oauthbearer.assertion.private.key.file",
+    "sasl.oauthbearer.assertion.private.key.passphrase",
+    "sasl.oauthbearer.assertion.private.key.pem",
+    "sasl.oauthbearer.client.secret",
+    "sasl.oauthbearer.config",
+    "sasl.password",
+    "ssl.ca.pem",
+    "ssl.key.location",
+    "ssl.key.password",
     "ssl.key.pem",
+    "ssl.keystore.password",
+    "ssl_key",
 ];
 
 /// Further substrings that make a `key = value` line (or a quoted source line) secret in
@@ -36,12 +58,13 @@ fn line_markers() -> impl Iterator<Item = &'static &'static str> {
     SECRET_KEY_MARKERS.iter().chain(LINE_SECRET_MARKERS)
 }
 
-/// Whether the value of a property or parameter named `key` is a secret: true when the
-/// key contains (case-insensitively) `password`, `secret`, `sasl.oauthbearer.config` or
-/// `ssl.key.pem`.
+/// Whether the value of a property or parameter named `key` is a secret: a property of
+/// [`LIBRDKAFKA_SENSITIVE`], or a key that contains (case-insensitively) one of
+/// [`SECRET_KEY_MARKERS`] (`password`, `passphrase`, `secret`, `private.key`, ...).
 pub fn is_secret_key(key: &str) -> bool {
-    let lower = key.to_ascii_lowercase();
-    SECRET_KEY_MARKERS.iter().any(|m| lower.contains(m))
+    let lower = key.trim().to_ascii_lowercase();
+    LIBRDKAFKA_SENSITIVE.contains(&lower.as_str())
+        || SECRET_KEY_MARKERS.iter().any(|m| lower.contains(m))
 }
 
 /// A value that must never be printed or logged.
@@ -226,6 +249,15 @@ impl SourceUrl {
             .map(|(_, v)| v.as_str())
     }
 
+    /// The same URL with `password` (e.g. read from `source.password_file`).
+    pub fn with_password(&self, password: &str) -> SourceUrl {
+        let mut next = self.clone();
+        // Cannot fail: the URL has a host (checked in `parse`); the crate percent-encodes.
+        let _ = next.url.set_password(Some(password));
+        next.password = Some(Secret::new(password.to_string()));
+        next
+    }
+
     /// The complete URL including the password, e.g. for the MySQL driver. Secret: do
     /// not log it.
     pub fn expose_url(&self) -> &str {
@@ -383,4 +415,38 @@ fn redact_urls(text: &str) -> String {
     }
     out.push_str(rest);
     out
+}
+
+/// The secret held in the file at `path` (its content, surrounding whitespace removed) for
+/// the setting `setting` (e.g. `api.token_file`); the problem names the setting when the file
+/// cannot be read or is empty. The content never appears in the problem.
+pub(super) fn read_secret_file(setting: &str, path: &str) -> Result<String, super::Problem> {
+    let text = std::fs::read_to_string(path).map_err(|e| {
+        super::Problem::new(
+            setting,
+            format!("`{path}`, which cannot be read: {}", e.kind()),
+            "the path of a readable file holding the secret",
+            format!("correct {setting} (relative paths start at the working directory)"),
+        )
+    })?;
+    let secret = text.trim();
+    if secret.is_empty() {
+        return Err(super::Problem::new(
+            setting,
+            format!("`{path}`, which is empty"),
+            "a file holding the secret",
+            format!("write the secret into the file {setting} names"),
+        ));
+    }
+    Ok(secret.to_string())
+}
+
+/// The problem of a secret set both in the configuration and through a file.
+pub(super) fn both_set(setting: &str, file_setting: &str) -> super::Problem {
+    super::Problem::new(
+        file_setting,
+        format!("both {setting} and {file_setting}"),
+        "one of them",
+        format!("remove {setting} (or its environment variable), or {file_setting}"),
+    )
 }

@@ -21,6 +21,11 @@ pub struct SourceConfig {
     /// Server URL, required: `mysql://user:password@host[:port][/database][?params]`
     /// (port default 3306; also for MariaDB). The password is secret: it is never printed.
     pub url: SourceUrl,
+    /// A file holding the password (its content, surrounding whitespace removed), read at
+    /// start, so the password need not sit in `url`, the configuration or the environment;
+    /// `url` then has none. Default: empty (none).
+    #[serde(default)]
+    pub password_file: String,
     /// Replica server id sluice presents to the server, required, non-zero, unique among
     /// the server's replicas.
     pub server_id: u32,
@@ -215,4 +220,24 @@ fn default_reconnect_backoff_min_ms() -> u64 {
 }
 fn default_reconnect_backoff_max_ms() -> u64 {
     30_000
+}
+
+impl SourceConfig {
+    /// Reads `password_file` into `url`; a problem names the setting when the URL has a
+    /// password too, or the file cannot be read or is empty.
+    pub(super) fn read_password_file(&mut self) -> Result<(), super::Problem> {
+        let path = self.password_file.trim();
+        if path.is_empty() {
+            return Ok(());
+        }
+        if self.url.password().is_some() {
+            return Err(super::secret::both_set(
+                "the password in source.url",
+                "source.password_file",
+            ));
+        }
+        let password = super::secret::read_secret_file("source.password_file", path)?;
+        self.url = self.url.with_password(&password);
+        Ok(())
+    }
 }

@@ -938,6 +938,110 @@ fn secret_wrapper() {
     assert!(!is_secret_key("sasl.username"));
 }
 
+/// The vendored `librdkafka/src/rdkafka_conf.c` of the `rdkafka-sys` in `Cargo.lock`, from
+/// cargo's registry sources.
+fn vendored_rdkafka_conf() -> (std::path::PathBuf, String) {
+    let lock = include_str!("../../Cargo.lock");
+    let version = lock
+        .split("[[package]]")
+        .find(|p| p.contains("name = \"rdkafka-sys\""))
+        .and_then(|p| p.lines().find_map(|l| l.strip_prefix("version = ")))
+        .map(|v| v.trim_matches('"').to_string())
+        .expect("rdkafka-sys in Cargo.lock");
+    let home = std::env::var_os("CARGO_HOME")
+        .map(std::path::PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").map(|h| std::path::Path::new(&h).join(".cargo")))
+        .expect("CARGO_HOME or HOME");
+    let registry = home.join("registry").join("src");
+    let dirs = std::fs::read_dir(&registry)
+        .unwrap_or_else(|e| panic!("cannot read {}: {e}", registry.display()));
+    for index in dirs.flatten() {
+        let file = index
+            .path()
+            .join(format!("rdkafka-sys-{version}"))
+            .join("librdkafka/src/rdkafka_conf.c");
+        if let Ok(text) = std::fs::read_to_string(&file) {
+            return (file, text);
+        }
+    }
+    panic!(
+        "rdkafka-sys-{version}/librdkafka/src/rdkafka_conf.c not found under {}",
+        registry.display()
+    );
+}
+
+#[test]
+fn every_property_librdkafka_marks_sensitive_is_secret() {
+    let (file, text) = vendored_rdkafka_conf();
+    // Each entry of the property table: `{_RK_GLOBAL | ... | _RK_SENSITIVE, "name", ...`.
+    let mut marked = BTreeSet::new();
+    for (at, _) in text.match_indices("_RK_SENSITIVE") {
+        let entry = &text[at..];
+        let Some(rest) = entry.strip_prefix("_RK_SENSITIVE,") else {
+            continue; // a use of the flag in code, not a table entry
+        };
+        let rest = rest.trim_start();
+        let Some(quoted) = rest.strip_prefix('"') else {
+            continue;
+        };
+        let name = &quoted[..quoted.find('"').expect("closing quote")];
+        marked.insert(name.to_string());
+    }
+    assert!(marked.len() >= 12, "{}: only {marked:?}", file.display());
+    let listed: BTreeSet<String> = crate::config::secret::LIBRDKAFKA_SENSITIVE
+        .iter()
+        .map(|s| s.to_string())
+        .chain(["sasl.username".to_string()])
+        .collect();
+    assert_eq!(
+        marked,
+        listed,
+        "{} marks these properties sensitive: list the new ones in LIBRDKAFKA_SENSITIVE \
+         (src/config/secret.rs)",
+        file.display()
+    );
+    for name in &marked {
+        assert_eq!(is_secret_key(name), name != "sasl.username", "{name}");
+    }
+}
+
+#[test]
+fn no_sensitive_property_shows_in_debug_json_or_errors() {
+    let mut props = String::from("[kafka.properties]\n");
+    let mut values = Vec::new();
+    for (i, name) in crate::config::secret::LIBRDKAFKA_SENSITIVE
+        .iter()
+        .enumerate()
+    {
+        if *name == "ssl_key" {
+            continue; // librdkafka's internal key object, not settable as text
+        }
+        let value = format!("S3cr3t-value-{i}");
+        props.push_str(&format!("\"{name}\" = \"{value}\"\n"));
+        values.push(value);
+    }
+    props.push_str("\"sasl.username\" = \"the-principal\"\n");
+    let c: Config = with(&props).parse().unwrap_or_else(|e| panic!("{e}"));
+    let shown = [
+        format!("{c:?}"),
+        serde_json::to_string(&c).unwrap(),
+        toml::to_string(&c).unwrap(),
+    ];
+    for out in &shown {
+        for v in &values {
+            assert!(!out.contains(v.as_str()), "{v} shown in {out}");
+        }
+    }
+    assert!(
+        shown[1].contains("the-principal"),
+        "sasl.username names the principal"
+    );
+    // A broken line of the same file: the TOML error quotes no secret.
+    let broken = with(&format!("{props}\"sasl.password\" = \"S3cr3t-dup\"\n"));
+    let e = broken.parse::<Config>().unwrap_err().to_string();
+    assert!(!e.contains("S3cr3t"), "{e}");
+}
+
 #[test]
 fn redact_text_lines() {
     assert_eq!(
@@ -1555,6 +1659,52 @@ fn api_token_from_a_file() {
     std::fs::write(&file, "\n").unwrap();
     let e = text.parse::<Config>().unwrap_err().to_string();
     assert!(e.contains("api.token_file") && e.contains("empty"), "{e}");
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn source_and_registry_passwords_from_files() {
+    let dir = std::env::temp_dir().join(format!("sluice-pw-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join("pw");
+    // A password a URL must percent-encode.
+    let pw = format!("{PASSWORD}@/:#");
+    std::fs::write(&file, format!("{pw}\n")).unwrap();
+    let path = file.display().to_string();
+    let text = MINIMAL
+        .replace(
+            "mysql://sluice:sluice@127.0.0.1:3306",
+            "mysql://sluice@127.0.0.1:3306",
+        )
+        .replace(
+            "server_id = 5401",
+            &format!("server_id = 5401\npassword_file = {path:?}"),
+        );
+    let text = format!(
+        "{text}\n[schema_registry]\nurl = \"http://127.0.0.1:8081\"\nusername = \"u\"\n\
+         password_file = {path:?}\n"
+    );
+    let c: Config = text.parse().unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(
+        c.source.url.password().map(|p| p.expose().as_str()),
+        Some(pw.as_str())
+    );
+    assert_eq!(c.source.url.host(), "127.0.0.1");
+    assert!(c.source.url.expose_url().contains("sluice:"));
+    assert_eq!(c.schema_registry.password.expose(), &pw);
+    for out in [format!("{c:?}"), serde_json::to_string(&c).unwrap()] {
+        assert!(!out.contains(PASSWORD), "{out}");
+    }
+    // The URL's own password and a file: refused.
+    let both = MINIMAL.replace(
+        "server_id = 5401",
+        &format!("server_id = 5401\npassword_file = {path:?}"),
+    );
+    let e = both.parse::<Config>().unwrap_err().to_string();
+    assert!(
+        e.contains("source.password_file") && e.contains("both"),
+        "{e}"
+    );
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
