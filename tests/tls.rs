@@ -193,27 +193,51 @@ async fn a_require_ssl_user_without_tls_is_refused_clearly(flavor: Flavor) {
 }
 
 /// MySQL's `caching_sha2_password` over plaintext: with an empty cache the server asks for
-/// the full password, which sluice sends RSA-encrypted with the server's public key.
+/// the full password. Without `source.allow_public_key_retrieval` `sluice check` refuses to
+/// fetch the server's RSA key (naming the setting); with it, sluice sends the password
+/// encrypted with that key; over TLS it needs neither.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn caching_sha2_password_over_plaintext_and_tls() {
     let flavor = MYSQL;
     if !flavor.enabled() {
         return;
     }
-    for mode in ["disabled", "required", "disabled"] {
+    let flush = || async {
         // Empties the authentication cache: the next login takes the full (RSA) path.
         let mut c = root(flavor.port).await;
         exec(&mut c, &["FLUSH PRIVILEGES"]).await;
-        drop(c);
+    };
+    flush().await;
+    let p = Pipeline::new(flavor, "sha2", "");
+    configure(&p, "sluice", "127.0.0.1", &tls_lines("disabled", None));
+    assert_check_fails(
+        &p,
+        &[
+            "source.allow_public_key_retrieval",
+            "man in the middle",
+            "over plaintext",
+        ],
+    );
+    for (mode, allow) in [("disabled", true), ("required", false), ("disabled", true)] {
+        flush().await;
         let p = Pipeline::new(flavor, "sha2", "");
-        configure(&p, "sluice", "127.0.0.1", &tls_lines(mode, None));
+        let mut lines = tls_lines(mode, None);
+        if allow {
+            lines.push_str("\nallow_public_key_retrieval = true");
+        }
+        configure(&p, "sluice", "127.0.0.1", &lines);
         let (_, out) = p.command(&["check"]);
         let line = tls_line(&out).unwrap_or_else(|| panic!("{mode}: no TLS line:\n{out}"));
         assert!(line.starts_with("ok"), "{mode}: {line}\n{out}");
         if mode == "disabled" {
             assert!(line.contains("plaintext"), "{line}");
+            assert!(out.contains("are not encrypted"), "a warning:\n{out}");
         } else {
             assert!(line.contains("TLSv1"), "{line}");
+            assert!(
+                out.contains("certificate is not verified"),
+                "a warning:\n{out}"
+            );
         }
     }
 }
@@ -272,15 +296,18 @@ async fn a_pipeline_streams_over_verified_tls(flavor: Flavor) {
 
 /// sluice's own replication connection (the binlog stream) authenticates like the client
 /// library: plaintext (MySQL: `caching_sha2_password` full authentication with the server's
-/// RSA key, the cache being empty), TLS (the cleartext password inside TLS), verified TLS,
-/// and refuses with the same messages.
+/// RSA key, the cache being empty, only with `source.allow_public_key_retrieval`), TLS (the
+/// cleartext password inside TLS), verified TLS, and refuses with the same messages. Without
+/// the setting, a plaintext full login is refused on the replication connection and on the
+/// query connections alike, before any key is fetched.
 async fn the_replication_connection_authenticates(flavor: Flavor) {
     use sluice::config::{SourceUrl, SslMode};
     use sluice::error::ErrorKind;
     use sluice::mysql::replication::Replication;
     use sluice::mysql::server::ConnectOptions;
+    use sluice::mysql::session;
 
-    let options = |user: &str, pass: &str, mode: SslMode| ConnectOptions {
+    let options = |user: &str, pass: &str, mode: SslMode, allow: bool| ConnectOptions {
         url: SourceUrl::parse(&format!("mysql://{user}:{pass}@127.0.0.1:{}", flavor.port))
             .expect("url"),
         ssl_mode: mode,
@@ -288,34 +315,66 @@ async fn the_replication_connection_authenticates(flavor: Flavor) {
         ssl_cert: None,
         ssl_key: None,
         timeout: Duration::from_secs(10),
+        allow_public_key_retrieval: allow,
     };
-    let cases = [
-        ("sluice", SslMode::Disabled),
-        ("sluice", SslMode::Required),
-        ("sluice", SslMode::Disabled),
-        ("sluice_tls", SslMode::Preferred),
-        ("sluice_tls", SslMode::VerifyIdentity),
-    ];
-    for (user, mode) in cases {
+    let cold_cache = || async {
         if flavor.name == "mysql" {
             // Empties the authentication cache: the next login takes the full path.
             let mut c = root(flavor.port).await;
             exec(&mut c, &["FLUSH PRIVILEGES"]).await;
         }
-        let mut conn = Replication::connect(&options(user, "sluice", mode))
+    };
+    let cases = [
+        ("sluice", SslMode::Disabled, true),
+        ("sluice", SslMode::Required, false),
+        ("sluice", SslMode::Disabled, true),
+        ("sluice_tls", SslMode::Preferred, false),
+        ("sluice_tls", SslMode::VerifyIdentity, false),
+    ];
+    for (user, mode, allow) in cases {
+        cold_cache().await;
+        let mut conn = Replication::connect(&options(user, "sluice", mode, allow))
             .await
             .unwrap_or_else(|e| panic!("[{}] {user} {mode}: {e}", flavor.name));
         conn.query_drop("SET @master_heartbeat_period = 1000000000")
             .await
             .unwrap_or_else(|e| panic!("[{}] {user} {mode}: {e}", flavor.name));
     }
-    let e = Replication::connect(&options("sluice", "wrong", SslMode::Disabled))
+    // Plaintext without the setting, on a cold cache.
+    let plain = options("sluice", "sluice", SslMode::Disabled, false);
+    for query in [false, true] {
+        cold_cache().await;
+        let result = if query {
+            session::connect(&plain).await.map(drop)
+        } else {
+            Replication::connect(&plain).await.map(drop)
+        };
+        if flavor.name == "mysql" {
+            let e = result.expect_err("a plaintext full login without the setting is refused");
+            assert_eq!(e.kind(), ErrorKind::Definite, "{e}");
+            assert!(
+                e.to_string().contains("source.allow_public_key_retrieval")
+                    && e.to_string().contains("man in the middle"),
+                "[{}] query {query}: {e}",
+                flavor.name
+            );
+        } else {
+            // MariaDB's mysql_native_password never sends the password itself.
+            result.unwrap_or_else(|e| panic!("[{}] query {query}: {e}", flavor.name));
+        }
+    }
+    // With the setting, the query connection logs in over plaintext on a cold cache.
+    cold_cache().await;
+    session::connect(&options("sluice", "sluice", SslMode::Disabled, true))
+        .await
+        .unwrap_or_else(|e| panic!("[{}] allowed: {e}", flavor.name));
+    let e = Replication::connect(&options("sluice", "wrong", SslMode::Disabled, true))
         .await
         .err()
         .expect("a wrong password is refused");
     assert_eq!(e.kind(), ErrorKind::Definite, "{e}");
     assert!(e.to_string().contains("refused user `sluice`"), "{e}");
-    let e = Replication::connect(&options("sluice_tls", "sluice", SslMode::Disabled))
+    let e = Replication::connect(&options("sluice_tls", "sluice", SslMode::Disabled, true))
         .await
         .err()
         .expect("a REQUIRE SSL user is refused without TLS");

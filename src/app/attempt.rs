@@ -103,7 +103,7 @@ pub(super) async fn attempt(run: &Running<'_>, shutdown: watch::Receiver<bool>) 
     let mut stop = shutdown.clone();
     let source = async {
         let connect = server::ConnectOptions::from_config(&cfg.source);
-        let mut conn = server::connect(&connect).await?;
+        let mut conn = crate::mysql::session::connect(&connect).await?;
         let info = server::server_info(&mut conn).await?;
         match server::tls_status(&mut conn).await {
             Ok(Some(tls)) => {

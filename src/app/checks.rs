@@ -19,7 +19,7 @@ use crate::sink::{self, SinkSettings};
 pub async fn preflight(cfg: &Config) -> Result<Vec<CheckItem>> {
     crate::mysql::query::set_timeout(cfg.source.query_timeout());
     let connect = server::ConnectOptions::from_config(&cfg.source);
-    let mut conn = server::connect(&connect).await?;
+    let mut conn = crate::mysql::session::connect(&connect).await?;
     let info = server::server_info(&mut conn).await?;
     let mut items = preflight::check_source(&mut conn, &info, cfg.source.server_id).await;
     items.insert(

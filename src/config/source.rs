@@ -88,6 +88,14 @@ pub struct SourceConfig {
     /// PEM file of the private key of `ssl_cert` (unencrypted). Default: empty (none).
     #[serde(default)]
     pub ssl_key: PathBuf,
+    /// Whether a `caching_sha2_password` login over plaintext may ask the server for its RSA
+    /// public key and encrypt the password with it (as MySQL's own connectors'
+    /// `allowPublicKeyRetrieval`). Off, such a login is refused with an error saying to use
+    /// TLS or set this: over plaintext nothing proves the key is the server's, and a man in
+    /// the middle could serve its own and read the password. Logins over TLS, and fast
+    /// (cached) logins, never need it. Default: false.
+    #[serde(default)]
+    pub allow_public_key_retrieval: bool,
     /// Largest binlog event read, in bytes, and the largest decompressed statement (MariaDB
     /// `log_bin_compress`) or inner event of a compressed transaction (MySQL
     /// `binlog_transaction_compression`); a larger one is a definite error naming the

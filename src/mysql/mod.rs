@@ -5,7 +5,9 @@
 //! In files, each using only files listed before it: `query` (the timeout of a round trip),
 //! `server` (connecting and reading the server's state), `binlog_errors` (what a refused dump
 //! means), `packet` (protocol packets, read cancel-safely), `replication` (the dump connection),
-//! `preflight` (the checks of `sluice check`), `retention` (how long the binlog is kept).
+//! `session` (query connections, which over plaintext log in with `replication`'s client first
+//! so the server's RSA key is never fetched unasked), `preflight` (the checks of
+//! `sluice check`), `retention` (how long the binlog is kept).
 
 pub(crate) mod binlog_errors;
 pub(crate) mod packet;
@@ -14,3 +16,4 @@ pub(crate) mod query;
 pub mod replication;
 pub(crate) mod retention;
 pub mod server;
+pub mod session;

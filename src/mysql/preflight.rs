@@ -270,7 +270,25 @@ pub async fn check_source(
 /// Whether the connection is encrypted, under which `source.ssl_mode`.
 pub async fn check_tls(conn: &mut Conn, mode: SslMode) -> CheckItem {
     let name = "TLS";
-    match server::tls_status(conn).await {
+    let status = server::tls_status(conn).await;
+    match &status {
+        Ok(None) => tracing::warn!(
+            ssl_mode = %mode,
+            "the connections to the source are not encrypted: the binlog (every captured row) \
+             and the login cross the network in plaintext; set source.ssl_mode = \
+             \"verify_identity\" (with source.ssl_ca) where the server offers TLS"
+        ),
+        Ok(Some(_)) if !matches!(mode, SslMode::VerifyCa | SslMode::VerifyIdentity) => {
+            tracing::warn!(
+                ssl_mode = %mode,
+                "the source's certificate is not verified: TLS encrypts, but a man in the \
+                 middle could present its own certificate; set source.ssl_mode = \
+                 \"verify_identity\" (or \"verify_ca\") with source.ssl_ca"
+            )
+        }
+        _ => {}
+    }
+    match status {
         Ok(Some(tls)) => CheckItem::ok(name, format!("{tls} (ssl_mode={mode})")),
         Ok(None) if mode == SslMode::Disabled => {
             CheckItem::ok(name, "plaintext (ssl_mode=disabled)")

@@ -162,6 +162,27 @@ pub struct Replication {
     ended: bool,
 }
 
+/// Who logs in, and whether the server's RSA key may be fetched over plaintext.
+struct Login<'a> {
+    host: &'a str,
+    user: &'a str,
+    pass: &'a str,
+    allow_public_key_retrieval: bool,
+}
+
+/// The error of a `caching_sha2_password` full login over plaintext without
+/// `source.allow_public_key_retrieval`.
+pub(crate) fn public_key_refused(user: &str) -> Error {
+    Error::definite(format!(
+        "the source asks for user `{user}`'s password over plaintext (caching_sha2_password \
+         full authentication): sending it needs the server's RSA public key, and over \
+         plaintext nothing proves the key is the server's (a man in the middle could serve \
+         its own and read the password); fix: use TLS (source.ssl_mode = \"required\", or \
+         \"verify_ca\"/\"verify_identity\" to also check the server), or set \
+         source.allow_public_key_retrieval = true to trust the key the server sends"
+    ))
+}
+
 impl Replication {
     /// Connects and authenticates as `source.url` and `source.ssl_mode` say (with the same
     /// fallback and error messages as the query connections).
@@ -169,7 +190,8 @@ impl Replication {
         server::connect_with(opts, |ssl| Replication::attempt(opts, ssl)).await
     }
 
-    async fn attempt(
+    /// One login (see [`server::connect_with`]).
+    pub(crate) async fn attempt(
         opts: &ConnectOptions,
         ssl: Option<SslOpts>,
     ) -> std::result::Result<Replication, Attempt> {
@@ -190,8 +212,13 @@ impl Replication {
             .password()
             .map(|p| p.expose().clone())
             .unwrap_or_default();
-        conn.handshake(url.host(), url.user().unwrap_or(""), &pass, ssl)
-            .await?;
+        let login = Login {
+            host: url.host(),
+            user: url.user().unwrap_or(""),
+            pass: &pass,
+            allow_public_key_retrieval: opts.allow_public_key_retrieval,
+        };
+        conn.handshake(&login, ssl).await?;
         Ok(conn)
     }
 
@@ -236,11 +263,10 @@ impl Replication {
 
     async fn handshake(
         &mut self,
-        host: &str,
-        user: &str,
-        pass: &str,
+        login: &Login<'_>,
         ssl: Option<SslOpts>,
     ) -> std::result::Result<(), Attempt> {
+        let (host, user, pass) = (login.host, login.user, login.pass);
         self.read().await.map_err(Attempt::Failed)?;
         if self.buf().first() == Some(&0xFF) {
             return Err(Attempt::Failed(err_packet(self.buf(), self.caps)));
@@ -337,6 +363,9 @@ impl Replication {
                         Some(0x04) => {
                             let key = match server_key.take() {
                                 Some(k) => k,
+                                None if !login.allow_public_key_retrieval => {
+                                    return Err(Attempt::Refused(public_key_refused(user)));
+                                }
                                 None => {
                                     self.write(&[0x02]).await.map_err(Attempt::Failed)?;
                                     self.read().await.map_err(Attempt::Failed)?;

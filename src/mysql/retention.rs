@@ -26,7 +26,7 @@ use mysql_async::Conn;
 
 use crate::error::Result;
 use crate::metrics;
-use crate::mysql::server::{self, ConnectOptions};
+use crate::mysql::server::ConnectOptions;
 
 /// How often the server's settings and binlog list are read.
 pub const EVERY: Duration = Duration::from_secs(30);
@@ -112,7 +112,7 @@ pub async fn watch(connect: ConnectOptions) {
     loop {
         tick.tick().await;
         if conn.is_none() {
-            match server::connect(&connect).await {
+            match crate::mysql::session::connect(&connect).await {
                 Ok(c) => conn = Some(c),
                 Err(e) => {
                     tracing::debug!(error = %e, "binlog retention: cannot connect; retrying");

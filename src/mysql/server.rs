@@ -60,6 +60,8 @@ pub struct ConnectOptions {
     pub ssl_key: Option<PathBuf>,
     /// `source.connect_timeout_ms`.
     pub timeout: Duration,
+    /// `source.allow_public_key_retrieval`.
+    pub allow_public_key_retrieval: bool,
 }
 
 impl ConnectOptions {
@@ -72,6 +74,7 @@ impl ConnectOptions {
             ssl_cert: source.ssl_cert().map(Path::to_path_buf),
             ssl_key: source.ssl_key().map(Path::to_path_buf),
             timeout: source.connect_timeout(),
+            allow_public_key_retrieval: source.allow_public_key_retrieval,
         }
     }
 
@@ -207,16 +210,6 @@ pub async fn tls_status(conn: &mut Conn) -> Result<Option<String>> {
     })
 }
 
-/// Connects to the source as `source.ssl_mode` says. `preferred` tries TLS first and falls
-/// back to plaintext only when the server's handshake does not offer TLS (its CLIENT_SSL
-/// capability flag is off); any other TLS failure is an error, as for `required`.
-pub async fn connect(opts: &ConnectOptions) -> Result<Conn> {
-    connect_with(opts, |ssl| async move {
-        attempt(opts, ssl).await.map_err(Attempt::Failed)
-    })
-    .await
-}
-
 /// Why one connection attempt failed.
 pub(crate) enum Attempt {
     /// `source.connect_timeout_ms` passed.
@@ -265,7 +258,11 @@ where
     }
 }
 
-async fn attempt(opts: &ConnectOptions, ssl: Option<SslOpts>) -> Result<Conn, mysql_async::Error> {
+/// One connection of the client library (see `crate::mysql::session::connect`).
+pub(crate) async fn attempt(
+    opts: &ConnectOptions,
+    ssl: Option<SslOpts>,
+) -> Result<Conn, mysql_async::Error> {
     let url = &opts.url;
     let builder = OptsBuilder::default()
         .ip_or_hostname(url.host())
@@ -565,6 +562,7 @@ mod tests {
             ssl_cert: None,
             ssl_key: None,
             timeout: Duration::from_secs(1),
+            allow_public_key_retrieval: false,
         }
     }
 

@@ -196,7 +196,7 @@ impl Reader {
                  \"latest\" / \"earliest\")",
             ));
         }
-        let mut conn = server::connect(options).await?;
+        let mut conn = crate::mysql::session::connect(options).await?;
         for sql in SESSION_SETUP
             .iter()
             .copied()

@@ -312,9 +312,11 @@ format = "json"
             &format!("mysql://sluice:sluice@127.0.0.1:{}\"", self.flavor.port),
             &format!("mysql://{user}:sluice@127.0.0.1:{proxy_port}\""),
         );
+        // MySQL's `sluice` logs in with caching_sha2_password: over plaintext, a cold cache
+        // needs the server's RSA key, which must be allowed.
         self.edit_config(
             "heartbeat_ms = 1000",
-            "heartbeat_ms = 1000\nssl_mode = \"disabled\"",
+            "heartbeat_ms = 1000\nssl_mode = \"disabled\"\nallow_public_key_retrieval = true",
         );
     }
 
