@@ -23,7 +23,8 @@ per_flavor!(
     initial_snapshot_under_writes_equals_the_table,
     snapshot_survives_repeated_sigkills,
     adhoc_snapshots_by_signal_and_command,
-    wide_rows_are_chunked_by_bytes
+    wide_rows_are_chunked_by_bytes,
+    a_chunk_over_its_time_limit_stops_with_the_setting
 );
 
 /// Fills `t` with ids 1..=n.
@@ -625,6 +626,45 @@ async fn wide_rows_are_chunked_by_bytes(flavor: Flavor) {
     assert!(
         chunks >= 10,
         "[{}] {ROWS} rows of 100 kB in chunks of at most 256 KiB: {chunks} chunks; log:\n{log}",
+        flavor.name
+    );
+}
+
+/// `snapshot.statement_timeout_ms` is enforced by the server: with 1 ms and 30,000-row chunks
+/// the first chunk query is interrupted (MySQL's MAX_EXECUTION_TIME hint, MariaDB's
+/// max_statement_time), and the run stops with a definite error naming the setting instead of
+/// retrying a chunk that can never finish.
+async fn a_chunk_over_its_time_limit_stops_with_the_setting(flavor: Flavor) {
+    let p = Pipeline::new(
+        flavor,
+        "snaplimit",
+        "\n[snapshot]\nchunk_size = 30000\nstatement_timeout_ms = 1\n",
+    );
+    p.edit_config("start = \"latest\"", "start = \"initial\"");
+    let mut c = root(flavor.port).await;
+    let db = p.db.clone();
+    exec(
+        &mut c,
+        &[
+            &format!("CREATE DATABASE {db}"),
+            &format!("CREATE TABLE {db}.t (id INT PRIMARY KEY, pad VARCHAR(100) NOT NULL)"),
+        ],
+    )
+    .await;
+    exec(&mut c, &[&format!("USE {db}")]).await;
+    fill(&mut c, flavor, &format!("{db}.t"), 30_000).await;
+    let mut child = p.spawn();
+    let status = wait_exit(&mut child.0, Duration::from_secs(120));
+    let log = p.log();
+    assert_eq!(
+        status.code(),
+        Some(1),
+        "[{}] a definite error; log:\n{log}",
+        flavor.name
+    );
+    assert!(
+        log.contains("snapshot.statement_timeout_ms") && log.contains("time limit"),
+        "[{}] the error names the setting; log:\n{log}",
         flavor.name
     );
 }

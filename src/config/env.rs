@@ -171,6 +171,7 @@ pub(super) const FIELDS: &[Field] = &[
     field(&["api", "token_file"], Kind::Str),
     field(&["source", "password_file"], Kind::Str),
     field(&["source", "allow_public_key_retrieval"], Kind::Bool),
+    field(&["snapshot", "statement_timeout_ms"], Kind::Int),
     field(&["schema_registry", "password_file"], Kind::Str),
     field(&["api", "allowed_hosts"], Kind::List),
     field(&["api", "allowed_origins"], Kind::List),

@@ -33,6 +33,14 @@ pub struct SnapshotConfig {
     /// single larger row is a chunk of its own. Default: 33554432 (32 MiB).
     #[serde(default = "limits::default_chunk_max_bytes")]
     pub chunk_max_bytes: u64,
+    /// The server-side time limit of each chunk and chunk-planning query, in milliseconds
+    /// (MySQL's `MAX_EXECUTION_TIME` hint, MariaDB's `SET STATEMENT max_statement_time`),
+    /// so no query (a slow ad-hoc filter, say) holds a snapshot transaction open for long. A
+    /// chunk that hits it skips a filtered request's table with the reason, and otherwise is a
+    /// definite error naming this setting. Not applied to the whole-table scan of a table
+    /// without a key. 0 = no limit. Default: 300000 (5 minutes).
+    #[serde(default = "default_statement_timeout_ms")]
+    pub statement_timeout_ms: u64,
     /// Signal table as `db.table`: a row inserted into it (Debezium's shape: `id`, `type`,
     /// `data`) asks for an ad-hoc snapshot (`execute-snapshot`) or stops one
     /// (`stop-snapshot`); see `crate::snapshot::signal`. Default: none (no signal table).
@@ -48,8 +56,21 @@ impl Default for SnapshotConfig {
             on_purged: OnPurged::default(),
             max_window_changes: default_max_window_changes(),
             chunk_max_bytes: limits::default_chunk_max_bytes(),
+            statement_timeout_ms: default_statement_timeout_ms(),
             signal_table: None,
         }
+    }
+}
+
+fn default_statement_timeout_ms() -> u64 {
+    300_000
+}
+
+impl SnapshotConfig {
+    /// `statement_timeout_ms` as a duration; `None` when 0 (no limit).
+    pub fn statement_timeout(&self) -> Option<std::time::Duration> {
+        (self.statement_timeout_ms > 0)
+            .then(|| std::time::Duration::from_millis(self.statement_timeout_ms))
     }
 }
 

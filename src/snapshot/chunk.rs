@@ -5,7 +5,9 @@
 use super::filter::RowFilter;
 use super::progress::KeyValue;
 use super::values::quote_ident as quote;
+use crate::mysql::server::Flavor;
 use crate::value::Value;
+use std::time::Duration;
 
 /// One column of the chunk key.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -246,6 +248,26 @@ pub fn row_limit(limit: usize, max_bytes: usize, avg_row_bytes: Option<usize>) -
     }
 }
 
+/// `sql` (a `SELECT`) with the server-side time limit `limit`: MySQL's optimizer hint, or
+/// MariaDB's `SET STATEMENT ... FOR`; unchanged without a limit.
+pub(crate) fn time_limited(sql: &str, flavor: Flavor, limit: Option<Duration>) -> String {
+    let Some(limit) = limit else {
+        return sql.to_string();
+    };
+    let ms = limit.as_millis().max(1);
+    match flavor {
+        Flavor::MySql => match sql.strip_prefix("SELECT ") {
+            Some(rest) => format!("SELECT /*+ MAX_EXECUTION_TIME({ms}) */ {rest}"),
+            None => sql.to_string(),
+        },
+        Flavor::MariaDb => format!(
+            "SET STATEMENT max_statement_time = {}.{:03} FOR {sql}",
+            ms / 1000,
+            ms % 1000
+        ),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -417,5 +439,24 @@ mod tests {
         assert_eq!(row_limit(8192, 32 << 20, Some(64 << 20)), 1);
         assert_eq!(row_limit(16384, 1000, Some(0)), 16384);
         assert_eq!(row_limit(0, 1000, None), 1);
+    }
+
+    #[test]
+    fn chunk_queries_carry_the_servers_time_limit() {
+        let sql = "SELECT `a` FROM `d`.`t` ORDER BY `a` LIMIT 10";
+        assert_eq!(time_limited(sql, Flavor::MySql, None), sql);
+        assert_eq!(
+            time_limited(sql, Flavor::MySql, Some(Duration::from_millis(2500))),
+            "SELECT /*+ MAX_EXECUTION_TIME(2500) */ `a` FROM `d`.`t` ORDER BY `a` LIMIT 10"
+        );
+        assert_eq!(
+            time_limited(sql, Flavor::MariaDb, Some(Duration::from_millis(2500))),
+            format!("SET STATEMENT max_statement_time = 2.500 FOR {sql}")
+        );
+        assert_eq!(
+            time_limited(sql, Flavor::MariaDb, Some(Duration::from_micros(10))),
+            format!("SET STATEMENT max_statement_time = 0.001 FOR {sql}"),
+            "never 0, which would mean no limit"
+        );
     }
 }

@@ -10,6 +10,7 @@ use std::sync::Arc;
 use tokio::sync::mpsc;
 
 use super::reader::{ReadOutcome, ReadRequest, Reader};
+use crate::config::SnapshotConfig;
 use crate::error::{Error, Result};
 use crate::mysql::server::{ConnectOptions, ServerInfo};
 
@@ -33,20 +34,17 @@ impl Pool {
     pub async fn start(
         options: &ConnectOptions,
         info: &ServerInfo,
-        chunk_size: usize,
-        chunk_max_bytes: usize,
-        parallelism: usize,
+        cfg: &SnapshotConfig,
     ) -> Result<Pool> {
-        let n = parallelism.max(1);
+        let n = cfg.parallelism.max(1);
         let (req_tx, req_rx) = mpsc::channel::<ReadRequest>(n * 2);
         // Results read and not yet taken by the stream: at most `n` (each a chunk of at most
         // `chunk_max_bytes` and one row), besides the one each reader is reading.
         let (res_tx, res_rx) = mpsc::channel(n);
         let req_rx = Arc::new(tokio::sync::Mutex::new(req_rx));
-        let readers = futures_util::future::try_join_all(
-            (0..n).map(|_| Reader::connect(options, info, chunk_size, chunk_max_bytes)),
-        )
-        .await?;
+        let readers =
+            futures_util::future::try_join_all((0..n).map(|_| Reader::connect(options, info, cfg)))
+                .await?;
         let tasks = readers
             .into_iter()
             .map(|mut reader| {

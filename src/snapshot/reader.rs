@@ -3,16 +3,18 @@
 
 use std::collections::HashMap;
 use std::sync::Arc;
+use std::time::Duration;
 
 use mysql_async::prelude::*;
 use mysql_async::{Conn, Row};
 use tokio::sync::mpsc;
 
-use super::chunk::{chunk_query, row_limit, split_query, ChunkCut, KeyColumn, Range};
+use super::chunk::{chunk_query, row_limit, split_query, time_limited, ChunkCut, KeyColumn, Range};
 use super::filter::RowFilter;
 use super::progress::KeyValue;
 use super::values::{decode_row, select_list, SESSION_SETUP};
 use super::window::Watermark;
+use crate::config::SnapshotConfig;
 use crate::error::{mysql_error, Error, Result};
 use crate::mysql::query::Timed;
 use crate::mysql::server::{self, ConnectOptions, Flavor, ServerInfo};
@@ -156,7 +158,11 @@ impl Failure {
 
 /// Server errors that say nothing about the statement (the server is busy, going away or
 /// killed the query): the attempt is retried rather than the filter blamed.
-const TRANSIENT_CODES: &[u16] = &[1040, 1053, 1205, 1213, 1317, 1927, 3024];
+const TRANSIENT_CODES: &[u16] = &[1040, 1053, 1205, 1213, 1317, 1927];
+
+/// The server's "statement time limit exceeded": MySQL's ER_QUERY_TIMEOUT (also the
+/// `max_execution_time` an operator may set) and MariaDB's ER_STATEMENT_TIMEOUT.
+const STATEMENT_TIMEOUT_CODES: &[u16] = &[3024, 1969];
 
 /// The cached facts of one table.
 struct TableInfo {
@@ -173,6 +179,8 @@ pub struct Reader {
     chunk_size: usize,
     /// `snapshot.chunk_max_bytes`.
     chunk_max_bytes: usize,
+    /// `snapshot.statement_timeout_ms`.
+    statement_timeout: Option<Duration>,
     tables: HashMap<(String, String), Arc<TableInfo>>,
     /// Average row bytes of each table's last chunk, for the next chunk's `LIMIT`.
     row_bytes: HashMap<(String, String), usize>,
@@ -184,8 +192,7 @@ impl Reader {
     pub async fn connect(
         options: &ConnectOptions,
         info: &ServerInfo,
-        chunk_size: usize,
-        chunk_max_bytes: usize,
+        cfg: &SnapshotConfig,
     ) -> Result<Self> {
         if info.flavor == Flavor::MySql && !info.gtid_mode {
             return Err(Error::definite(
@@ -210,8 +217,9 @@ impl Reader {
         Ok(Reader {
             conn,
             flavor: info.flavor,
-            chunk_size,
-            chunk_max_bytes,
+            chunk_size: cfg.chunk_size,
+            chunk_max_bytes: usize::try_from(cfg.chunk_max_bytes).unwrap_or(usize::MAX),
+            statement_timeout: cfg.statement_timeout(),
             tables: HashMap::new(),
             row_bytes: HashMap::new(),
         })
@@ -289,6 +297,30 @@ impl Reader {
         };
         match result {
             Ok(o) => Ok(o),
+            Err(f)
+                if f.code()
+                    .is_some_and(|c| STATEMENT_TIMEOUT_CODES.contains(&c)) =>
+            {
+                let why = format!(
+                    "a snapshot query of {}.{} ran longer than its time limit \
+                     (snapshot.statement_timeout_ms = {} ms, or the server's own \
+                     max_execution_time / max_statement_time)",
+                    req.db,
+                    req.table,
+                    self.statement_timeout.map_or(0, |d| d.as_millis())
+                );
+                match &req.filter {
+                    Some(filter) => Ok(Some(ReadOutcome::Skip {
+                        seq: req.seq,
+                        reason: format!("{why} with the filter {filter:?}"),
+                    })),
+                    None => Err(Error::definite(format!(
+                        "{why}: {}; fix: raise snapshot.statement_timeout_ms (0: no limit) or \
+                         lower snapshot.chunk_size",
+                        f.into_error()
+                    ))),
+                }
+            }
             Err(f) if f.code() == Some(ER_NO_SUCH_TABLE) => {
                 self.tables.remove(&(req.db.clone(), req.table.clone()));
                 Ok(Some(ReadOutcome::Skip {
@@ -330,6 +362,7 @@ impl Reader {
         while bounds.len() < count {
             let (sql, params) = split_query(&req.db, &req.table, &info.key, after, self.chunk_size)
                 .map_err(|e| snapshot_error(req, e))?;
+            let sql = time_limited(&sql, self.flavor, self.statement_timeout);
             let row: Option<Row> = self
                 .conn
                 .exec_first(&sql, params)
@@ -391,6 +424,7 @@ impl Reader {
             Some(limit),
         )
         .map_err(|e| snapshot_error(req, e))?;
+        let sql = time_limited(&sql, self.flavor, self.statement_timeout);
         let watermark = self.begin_snapshot().await?;
         let read = self.read_rows(&sql, params, info, limit).await;
         // Ends the read-only transaction whatever happened (a server error of the COMMIT is

@@ -193,16 +193,7 @@ impl Snapshotter {
             return Ok(was);
         }
         if self.pool.is_none() {
-            self.pool = Some(
-                Pool::start(
-                    &self.connect,
-                    &self.info,
-                    self.cfg.chunk_size,
-                    usize::try_from(self.cfg.chunk_max_bytes).unwrap_or(usize::MAX),
-                    self.cfg.parallelism,
-                )
-                .await?,
-            );
+            self.pool = Some(Pool::start(&self.connect, &self.info, &self.cfg).await?);
         }
         let parallelism = self.cfg.parallelism.max(1);
         // Chunks read ahead: one more than readers, so a reader is busy while a chunk waits
