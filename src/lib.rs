@@ -35,6 +35,7 @@ pub mod metrics;
 pub mod model;
 pub mod mysql;
 pub(crate) mod ops;
+pub mod panic_report;
 pub mod pipeline;
 pub mod position;
 pub mod registry;

@@ -122,6 +122,7 @@ enum OffsetsCmd {
 fn main() -> ExitCode {
     let cli = Cli::parse();
     init_logs(cli.log_format);
+    sluice::panic_report::install_panic_hook();
     let rt = match tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()

@@ -337,6 +337,9 @@ heartbeat_ms = 1000
 connect_timeout_ms = 5000
 reconnect_backoff_max_ms = 5000
 ssl_mode = "disabled"
+# Through the plaintext proxy MySQL's caching_sha2_password needs the server's RSA key
+# after a restart empties its cache.
+allow_public_key_retrieval = true
 
 [kafka]
 bootstrap_servers = "{bootstrap}"
