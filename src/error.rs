@@ -164,6 +164,12 @@ impl Error {
         }
     }
 
+    /// The same error with its message rewritten by `f` (kind and cause kept).
+    pub fn map_message(mut self, f: impl FnOnce(&str) -> String) -> Self {
+        self.message = f(&self.message);
+        self
+    }
+
     /// The same error with context prepended to its message (kind and cause kept).
     pub fn context(mut self, ctx: impl fmt::Display) -> Self {
         self.message = format!("{ctx}: {}", self.message);

@@ -5,6 +5,12 @@
 #                  ca.pem, ca-key.pem                  a throw-away test CA
 #                  server-cert.pem, server-key.pem     CN=localhost,
 #                                                      SAN DNS:localhost, IP:127.0.0.1
+#   ensure_tls_kafka   beside them (once), for the Kafka broker's TLS listeners:
+#                  kafka-broker.pem                    server-key.pem + server-cert.pem in one
+#                                                      PEM key store (ssl.keystore.type=PEM)
+#                  kafka-<client>-cert.pem, -key.pem   client certificates CN=sluice-<client>
+#                                                      for the mutual-TLS listener (clients
+#                                                      `writer` and `denied`)
 #
 # Every MariaDB and MySQL instance is started with --ssl-ca/--ssl-cert/--ssl-key
 # pointing here; clients verify against ca.pem (e.g. --ssl-mode=VERIFY_IDENTITY
@@ -65,4 +71,51 @@ ensure_tls() {
 # tls_server_args: the --ssl-* options for mariadbd/mysqld (one per line).
 tls_server_args() {
     printf '%s\n' "--ssl-ca=$TLS_CA" "--ssl-cert=$TLS_CERT" "--ssl-key=$TLS_KEY"
+}
+
+# The clients of the Kafka broker's mutual-TLS listener: certificate CN=sluice-<client>, so
+# the broker's principal is User:CN=sluice-<client>.
+TLS_KAFKA_CLIENTS="writer denied"
+TLS_KAFKA_KEYSTORE="$TLS_DIR/kafka-broker.pem"
+
+tls_kafka_ready() {
+    local c
+    [[ -s $TLS_KAFKA_KEYSTORE ]] || return 1
+    for c in $TLS_KAFKA_CLIENTS; do
+        [[ -s $TLS_DIR/kafka-$c-cert.pem && -s $TLS_DIR/kafka-$c-key.pem ]] || return 1
+    done
+}
+
+# ensure_tls_kafka: the broker's PEM key store and the client certificates, signed by the
+# test CA of ensure_tls (created first when missing).
+ensure_tls_kafka() {
+    ensure_tls
+    tls_kafka_ready && return 0
+    say "tls: creating the Kafka broker key store and client certificates in $(rel "$TLS_DIR")"
+    local log="$DATA_DIR/tls.log"
+    if ! (
+        set -e
+        cd "$TLS_DIR"
+        umask 077
+        cat server-key.pem server-cert.pem >kafka-broker.pem.tmp
+        mv kafka-broker.pem.tmp kafka-broker.pem
+        for c in $TLS_KAFKA_CLIENTS; do
+            openssl req -new -newkey rsa:2048 -sha256 -nodes -subj "/CN=sluice-$c" \
+                -keyout "kafka-$c-key.pem" -out "kafka-$c.csr"
+            printf '%s\n' \
+                "basicConstraints=critical,CA:FALSE" \
+                "keyUsage=critical,digitalSignature,keyEncipherment" \
+                "extendedKeyUsage=clientAuth" \
+                "subjectKeyIdentifier=hash" \
+                "authorityKeyIdentifier=keyid" >"kafka-$c.ext"
+            openssl x509 -req -sha256 -days "$TLS_DAYS" -in "kafka-$c.csr" \
+                -CA ca.pem -CAkey ca-key.pem -set_serial "0x$(openssl rand -hex 8)" \
+                -extfile "kafka-$c.ext" -out "kafka-$c-cert.pem"
+            openssl verify -CAfile ca.pem "kafka-$c-cert.pem"
+            rm -f "kafka-$c.csr" "kafka-$c.ext"
+            chmod 0644 "kafka-$c-cert.pem"
+        done
+    ) </dev/null >>"$log" 2>&1; then
+        fail_with_log "$log" "tls: creating the Kafka certificates failed"
+    fi
 }

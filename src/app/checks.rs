@@ -12,6 +12,7 @@ use crate::error::{Error, Result};
 use crate::mysql::preflight::{self, CheckItem};
 use crate::mysql::server;
 use crate::position::StartSpec;
+use crate::sink::identity::KafkaIdentity;
 use crate::sink::reader::Until;
 use crate::sink::{self, SinkSettings};
 
@@ -36,7 +37,12 @@ pub async fn preflight(cfg: &Config) -> Result<Vec<CheckItem>> {
             .await
             .map_err(|e| Error::definite(format!("preflight task failed: {e}")))?;
     let committed = kafka_items.1;
-    items.extend(kafka_items.0);
+    let identity = KafkaIdentity::of(&client_config(cfg));
+    items.push(kafka_security_item(&identity));
+    items.extend(kafka_items.0.into_iter().map(|mut item| {
+        item.problem = item.problem.map(|p| identity.name_in_text(&p));
+        item
+    }));
     if cfg.routes_use_avro() {
         items.push(registry_check(cfg).await);
     }
@@ -82,6 +88,17 @@ pub async fn preflight(cfg: &Config) -> Result<Vec<CheckItem>> {
         crate::mysql::query::Timed::timed(conn.disconnect(), "closing the preflight connection")
             .await;
     Ok(items)
+}
+
+/// Who sluice is to the brokers: protocol, mechanism and principal (a warning when the
+/// connection leaves credentials or records readable on the network).
+fn kafka_security_item(identity: &KafkaIdentity) -> CheckItem {
+    let detail = identity.describe();
+    if let Some(warning) = identity.warning() {
+        tracing::warn!(kafka = %detail, "{warning}");
+        return CheckItem::ok("Kafka security", format!("{detail}; WARNING: {warning}"));
+    }
+    CheckItem::ok("Kafka security", detail)
 }
 
 /// The schema registry of Avro routes: reachable, credentials accepted, its global rule.

@@ -180,6 +180,9 @@ pub async fn run_with(
             Err(e) => break Err(e),
         }
     };
+    // Kafka's authorization errors do not name the principal; sluice's do.
+    let identity = crate::sink::identity::KafkaIdentity::of(&client_config(&cfg));
+    let result = result.map_err(|e| identity.name_in(e));
     match &result {
         Err(e) if e.kind() == ErrorKind::Fenced => {
             m.error("fenced", &e.to_string());

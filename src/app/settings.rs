@@ -16,6 +16,12 @@ use std::time::Duration;
 pub fn client_config(cfg: &Config) -> ClientConfig {
     let mut c = ClientConfig::new();
     c.set("bootstrap.servers", &cfg.kafka.bootstrap_servers);
+    // Validation refuses a property both here and in `[kafka.properties]`.
+    if let Some(security) = &cfg.kafka.security {
+        for (k, v) in security.librdkafka_properties() {
+            c.set(k, v);
+        }
+    }
     for (k, v) in &cfg.kafka.properties {
         c.set(k, v);
     }

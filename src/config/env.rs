@@ -178,6 +178,25 @@ pub(super) const FIELDS: &[Field] = &[
     field(&["api", "header_timeout_ms"], Kind::Int),
     field(&["api", "request_timeout_ms"], Kind::Int),
     field(&["api", "max_connections"], Kind::Int),
+    field(&["kafka", "security", "protocol"], Kind::Str),
+    field(&["kafka", "security", "mechanism"], Kind::Str),
+    field(&["kafka", "security", "username"], Kind::Str),
+    Field {
+        path: &["kafka", "security", "password"],
+        kind: Kind::Str,
+        secret: true,
+    },
+    field(&["kafka", "security", "password_file"], Kind::Str),
+    field(&["kafka", "security", "ca_file"], Kind::Str),
+    field(&["kafka", "security", "cert_file"], Kind::Str),
+    field(&["kafka", "security", "key_file"], Kind::Str),
+    Field {
+        path: &["kafka", "security", "key_password"],
+        kind: Kind::Str,
+        secret: true,
+    },
+    field(&["kafka", "security", "key_password_file"], Kind::Str),
+    field(&["kafka", "security", "verify_hostname"], Kind::Bool),
 ];
 
 /// The variable name for a TOML path: `SLUICE_` + the path joined by `_`, upper-cased.

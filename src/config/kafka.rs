@@ -10,6 +10,7 @@ use std::fmt;
 
 use serde::{Deserialize, Serialize};
 
+use super::kafka_security::KafkaSecurity;
 use super::props;
 
 /// `[kafka]`: the Kafka cluster sluice writes to.
@@ -61,8 +62,13 @@ pub struct KafkaConfig {
     /// memory use. Default: 32768.
     #[serde(default = "default_max_buffer_kbytes")]
     pub max_buffer_kbytes: u64,
+    /// How sluice authenticates to the brokers and protects its connections (SASL, TLS,
+    /// mutual TLS), mapped onto librdkafka's `security.protocol`, `sasl.*` and `ssl.*`
+    /// properties. Default: none (PLAINTEXT, or what `properties` sets).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub security: Option<KafkaSecurity>,
     /// Further librdkafka properties passed through unchanged (e.g. `security.protocol`,
-    /// `sasl.password`); values whose key contains `password`, `secret`,
+    /// `sasl.password` when `[kafka.security]` is not used); values whose key contains `password`, `secret`,
     /// `sasl.oauthbearer.config` or `ssl.key.pem` are secrets. Properties sluice sets
     /// itself are refused (see [`RESERVED_PROPERTIES`](super::RESERVED_PROPERTIES)). Default: empty.
     #[serde(
@@ -87,6 +93,7 @@ impl fmt::Debug for KafkaConfig {
             topic_config,
             transaction_timeout_ms,
             max_buffer_kbytes,
+            security,
             properties,
         } = self;
         f.debug_struct("KafkaConfig")
@@ -100,6 +107,7 @@ impl fmt::Debug for KafkaConfig {
             .field("topic_config", topic_config)
             .field("transaction_timeout_ms", transaction_timeout_ms)
             .field("max_buffer_kbytes", max_buffer_kbytes)
+            .field("security", security)
             .field("properties", &props::RedactedMap(properties))
             .finish()
     }

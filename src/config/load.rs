@@ -84,6 +84,14 @@ impl Config {
         ]
         .into_iter()
         .filter_map(|r| r.err())
+        .chain(
+            config
+                .kafka
+                .security
+                .as_mut()
+                .map(|s| s.read_secret_files())
+                .unwrap_or_default(),
+        )
         .collect();
         if !problems.is_empty() {
             return Err(ConfigError::Invalid(problems));

@@ -42,6 +42,7 @@ mod derived;
 pub mod env;
 mod error;
 mod kafka;
+pub mod kafka_security;
 mod limits;
 mod load;
 mod pipeline;

@@ -742,6 +742,10 @@ fn env_table_covers_every_scalar_field() {
     c.kafka.schema_history_topic = Some("_sluice_schema_history.shop".into());
     c.kafka.dlq_topic = Some("shop.dlq".into());
     c.snapshot.signal_table = Some("ops.sluice_signal".into());
+    c.kafka.security = Some(kafka_security::KafkaSecurity {
+        mechanism: Some(kafka_security::SaslMechanism::Plain),
+        ..Default::default()
+    });
     let tree = toml::Value::try_from(&c).unwrap();
     let table = tree.as_table().unwrap();
     let mut expected = BTreeSet::new();
@@ -759,6 +763,12 @@ fn env_table_covers_every_scalar_field() {
                 .contains(&key.as_str()) =>
             {
                 for (field, v) in section {
+                    if let (toml::Value::Table(sub), "security") = (v, field.as_str()) {
+                        for sub_field in sub.keys() {
+                            expected.insert(env::env_var_name(&[key, field, sub_field]));
+                        }
+                        continue;
+                    }
                     let is_list = matches!(v, toml::Value::Array(_));
                     let listed = ["include", "exclude", "allowed_hosts", "allowed_origins"];
                     if !v.is_table() && (!is_list || listed.contains(&field.as_str())) {

@@ -331,6 +331,9 @@ impl Config {
                 "set kafka.max_buffer_kbytes, e.g. 32768 (the default)",
             ));
         }
+        if let Some(security) = &k.security {
+            security.validate(&k.properties, problems);
+        }
         for (key, value) in &k.properties {
             let path = format!("kafka.properties.{key:?}");
             if key.trim().is_empty() {

@@ -32,14 +32,15 @@ pub fn definite_hint(code: RDKafkaErrorCode) -> Option<&'static str> {
         RDKafkaErrorCode::TopicAuthorizationFailed => {
             "not authorized on the topic: grant the ACLs WRITE and DESCRIBE on the data, \
              offsets and schema-history topics, and READ on the offsets and schema-history \
-             topics, to sluice's principal (`kafka-acls.sh --add --allow-principal User:<sluice> \
-             --operation Write --operation Describe --operation Read --topic <topic>`)"
+             topics, to sluice's principal <principal> (`kafka-acls.sh --add --allow-principal \
+             <principal> --operation Write --operation Describe --operation Read --topic \
+             <topic>`)"
         }
         RDKafkaErrorCode::GroupAuthorizationFailed => {
             "not authorized on the consumer group: reading the committed offset needs READ on \
-             the groups `sluice-offsets-reader-<name>` and `sluice-claim-watch-<name>` \
-             (`kafka-acls.sh --add --allow-principal User:<sluice> --operation Read --group \
-             sluice- --resource-pattern-type prefixed`)"
+             the groups `sluice-offsets-reader-<name>` and `sluice-claim-watch-<name>` for \
+             sluice's principal <principal> (`kafka-acls.sh --add --allow-principal <principal> \
+             --operation Read --group sluice- --resource-pattern-type prefixed`)"
         }
         RDKafkaErrorCode::PolicyViolation => {
             "the broker's policy refused the request (e.g. `create.topic.policy.class.name` or \
@@ -47,10 +48,13 @@ pub fn definite_hint(code: RDKafkaErrorCode) -> Option<&'static str> {
         }
         RDKafkaErrorCode::TransactionalIdAuthorizationFailed => {
             "not authorized to use the transactional id: grant WRITE and DESCRIBE on \
-             TransactionalId `sluice-<name>` to sluice's principal"
+             TransactionalId `sluice-<name>` to sluice's principal <principal> \
+             (`kafka-acls.sh --add --allow-principal <principal> --operation Write --operation \
+             Describe --transactional-id sluice-<name>`)"
         }
         RDKafkaErrorCode::ClusterAuthorizationFailed => {
-            "not authorized on the cluster: grant IDEMPOTENT_WRITE to sluice's principal"
+            "not authorized on the cluster: grant IDEMPOTENT_WRITE to sluice's principal \
+             <principal>"
         }
         RDKafkaErrorCode::UnknownTopicOrPartition => {
             "the topic does not exist and was not created: check `[kafka] partitions` and topic creation rights"
@@ -200,6 +204,13 @@ mod tests {
             let e = classify("read", &KafkaError::MessageConsumption(code));
             assert_eq!(e.kind(), ErrorKind::Definite, "{code:?}");
             assert!(e.to_string().contains(needle), "{code:?}: {e}");
+            if code != RDKafkaErrorCode::PolicyViolation {
+                // The app names the principal there (Kafka's errors do not).
+                assert!(
+                    e.to_string().contains(crate::sink::identity::PRINCIPAL),
+                    "{code:?}: {e}"
+                );
+            }
         }
     }
 

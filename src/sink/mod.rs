@@ -23,6 +23,8 @@
 pub(crate) mod claim;
 pub(crate) mod classify;
 mod counts;
+pub(crate) mod identity;
+pub(crate) mod login_watch;
 pub mod offsets;
 mod order;
 pub(crate) mod past;

@@ -8,11 +8,13 @@ use std::collections::{BTreeMap, HashSet};
 use std::time::Duration;
 
 use rdkafka::admin::{AdminClient, AdminOptions, NewTopic, ResourceSpecifier, TopicReplication};
-use rdkafka::client::DefaultClientContext;
 use rdkafka::config::ClientConfig;
-use rdkafka::error::RDKafkaErrorCode;
+use rdkafka::error::{KafkaError, RDKafkaErrorCode};
 
 use crate::error::{Error, Result};
+use crate::sink::classify::definite_hint;
+use crate::sink::identity::PRINCIPAL;
+use crate::sink::login_watch::LoginWatch;
 use crate::sink::patient;
 
 /// How long an admin or metadata request waits when `[kafka.properties]` does not set
@@ -42,7 +44,9 @@ pub struct TopicSettings {
 
 /// Creates and checks topics; remembers the data topics known to exist.
 pub struct Topics {
-    admin: AdminClient<DefaultClientContext>,
+    admin: AdminClient<LoginWatch>,
+    /// The login failures of `admin`'s connections.
+    login: LoginWatch,
     settings: TopicSettings,
     known: HashSet<String>,
     timeout: Duration,
@@ -51,11 +55,13 @@ pub struct Topics {
 impl Topics {
     /// An admin client on the given client config.
     pub fn new(base: &ClientConfig, settings: TopicSettings) -> Result<Self> {
+        let login = LoginWatch::default();
         let admin = base
-            .create()
+            .create_with_context(login.clone())
             .map_err(|e| Error::definite(format!("cannot create a Kafka admin client: {e}")))?;
         Ok(Topics {
             admin,
+            login,
             settings,
             known: HashSet::new(),
             timeout: request_timeout(base),
@@ -65,13 +71,20 @@ impl Topics {
     /// Partition count of `topic`, or `None` when it does not exist.
     pub fn partition_count(&self, topic: &str) -> Result<Option<usize>> {
         let client = self.admin.inner();
+        // A refused login shows here only as a transport failure or a timeout: the tries stop
+        // at the first one the error callback reported, and its error is returned.
         let md = patient::retrying(
             self.timeout,
-            |t| client.fetch_metadata(Some(topic), t),
+            |t| match self.login.failure() {
+                Some(_) => Err(KafkaError::Global(RDKafkaErrorCode::Authentication)),
+                None => client.fetch_metadata(Some(topic), t),
+            },
             || {},
         )
         .map_err(|e| {
-            Error::transient(format!("Kafka metadata request for `{topic}` failed: {e}"))
+            self.login.failure().unwrap_or_else(|| {
+                Error::transient(format!("Kafka metadata request for `{topic}` failed: {e}"))
+            })
         })?;
         let Some(t) = md.topics().iter().find(|t| t.name() == topic) else {
             return Ok(None);
@@ -81,10 +94,16 @@ impl Topics {
             Some(e) if RDKafkaErrorCode::from(e) == RDKafkaErrorCode::UnknownTopicOrPartition => {
                 Ok(None)
             }
-            Some(e) => Err(Error::transient(format!(
-                "Kafka metadata for `{topic}`: {}",
-                RDKafkaErrorCode::from(e)
-            ))),
+            Some(e) => {
+                let code = RDKafkaErrorCode::from(e);
+                let msg = format!("Kafka metadata for `{topic}`: {code}");
+                Err(match definite_hint(code) {
+                    Some(hint) => {
+                        Error::definite(format!("{msg}; {}", hint.replace("<topic>", topic)))
+                    }
+                    None => Error::transient(msg),
+                })
+            }
         }
     }
 
@@ -143,10 +162,10 @@ impl Topics {
                     return Err(match code {
                         RDKafkaErrorCode::TopicAuthorizationFailed
                         | RDKafkaErrorCode::ClusterAuthorizationFailed => Error::definite(format!(
-                            "{msg}; sluice's principal may not create it: grant the ACL CREATE on \
-                             Topic `{name}` (or on the Cluster), e.g. `kafka-acls.sh --add \
-                             --allow-principal User:<sluice> --operation Create --topic {name}`, \
-                             or create the topic beforehand"
+                            "{msg}; sluice's principal {PRINCIPAL} may not create it: grant the \
+                             ACL CREATE on Topic `{name}` (or on the Cluster), e.g. \
+                             `kafka-acls.sh --add --allow-principal {PRINCIPAL} --operation \
+                             Create --topic {name}`, or create the topic beforehand"
                         )),
                         RDKafkaErrorCode::PolicyViolation => Error::definite(format!(
                             "{msg}; the broker's topic creation policy \

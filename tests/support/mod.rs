@@ -6,6 +6,7 @@
 //! run in parallel without seeing each other's data.
 #![allow(dead_code)]
 
+pub mod crash;
 pub mod forward;
 pub mod kafka_proxy;
 pub mod matrix;
@@ -222,7 +223,12 @@ pub struct Pipeline {
 impl Pipeline {
     /// A pipeline reading `db` on the flavour's server, with extra TOML appended.
     pub fn new(flavor: Flavor, tag: &str, extra: &str) -> Pipeline {
-        let name = unique(&format!("t_{}_{tag}", flavor.name));
+        Pipeline::named(flavor, &unique(&format!("t_{}_{tag}", flavor.name)), extra)
+    }
+
+    /// [`Pipeline::new`] with the pipeline (and database) name `name`.
+    pub fn named(flavor: Flavor, name: &str, extra: &str) -> Pipeline {
+        let name = name.to_string();
         let db = name.clone();
         let offsets_topic = format!("{name}.offsets");
         let dir = tempfile::tempdir().expect("tempdir");
