@@ -2,8 +2,9 @@
 //! (`scripts/lib/kafka.sh`): SASL_SSL on 127.0.0.1:9095 with SCRAM-SHA-512, SCRAM-SHA-256 and
 //! PLAIN, and SSL with client certificates on 127.0.0.1:9096, both under the StandardAuthorizer
 //! with `allow.everyone.if.no.acl.found=false`. The SASL user `writer` and the certificate
-//! `CN=sluice-writer` may use the pipelines named `secure*` (their topics, transactional id and
-//! groups); `denied` and `CN=sluice-denied` may do nothing. Every count is taken by an
+//! `CN=sluice-writer` may use the pipelines named `secure_*` (their topics, transactional id
+//! and groups; `securenotxn*` gets the topics only); `denied` and `CN=sluice-denied` may do
+//! nothing. Every count is taken by an
 //! independent `read_committed` consumer on the PLAINTEXT listener.
 //!
 //! Needs the certificates of `scripts/services` in `.data/tls` (or `SLUICE_TEST_TLS_DIR`).
@@ -256,32 +257,20 @@ async fn logins_and_acls_refused_are_definite_and_name_the_principal(flavor: Fla
         ],
     );
 
-    // The transactional id outside the writer's ACLs: a pipeline name the ACLs do not cover,
-    // with every topic of its own named inside them.
+    // The transactional id outside the writer's ACLs: the topic ACLs cover the names
+    // `secure*`, the transactional id ones only `sluice-secure_*`.
     let p = secure_pipeline(
         flavor,
-        "other",
+        "securenotxn",
         "txnacl",
         SASL_BOOTSTRAP,
         &sasl("SCRAM-SHA-512", "writer", "writer-secret"),
     );
-    let inside = format!("secure_{}", p.name);
-    p.edit_config(
-        &format!("offsets_topic = \"{}.offsets\"", p.name),
-        &format!(
-            "offsets_topic = \"{inside}.offsets\"\nschema_history_topic = \"{inside}.history\"\n\
-             schema_changes_topic = \"{inside}.schema-changes\"\ndlq_topic = \"{inside}.dlq\""
-        ),
-    );
-    p.edit_config(
-        &format!("topic = \"{}.$1\"", p.db),
-        &format!("topic = \"{inside}.$1\""),
-    );
     run_fails_naming(
         &p,
         &[
-            "TransactionalIdAuthorizationFailed",
-            &format!("TransactionalId `sluice-<name>`"),
+            "Transactional Id authorization failed",
+            &format!("TransactionalId `sluice-{}`", p.name),
             "--allow-principal User:writer",
         ],
     );

@@ -23,7 +23,8 @@
 # .data/kafka/sasl/<user>.password) and the ACLs of the pipelines named `secure*`:
 #   User:writer and User:CN=sluice-writer   may use the topics `secure*`,
 #       `_sluice_offsets.secure*` and `_sluice_schema_history.secure*` (Create, Write, Read,
-#       Describe, DescribeConfigs), the transactional ids `sluice-secure*` (Write, Describe)
+#       Describe, DescribeConfigs), the transactional ids `sluice-secure_*` (Write, Describe:
+#       a pipeline named `securenotxn…` has its topics but not its transactional id)
 #       and the groups `sluice-*` (Read, Describe)
 #   User:denied and User:CN=sluice-denied   authenticate, and may do nothing
 
@@ -238,7 +239,7 @@ EOP
 _kafka_security_spec() {
     printf 'users %s\n' "$KAFKA_SASL_USERS"
     printf 'acl topic secure _sluice_offsets.secure _sluice_schema_history.secure: Create Write Read Describe DescribeConfigs\n'
-    printf 'acl transactional-id sluice-secure: Write Describe\n'
+    printf 'acl transactional-id sluice-secure_: Write Describe\n'
     printf 'acl group sluice-: Read Describe\n'
 }
 
@@ -268,7 +269,7 @@ kafka_security_provision() {
         --topic _sluice_schema_history.secure --operation Create --operation Write \
         --operation Read --operation Describe --operation DescribeConfigs \
         </dev/null >>"$log" 2>&1 || fail_with_log "$log" "kafka: adding the topic ACLs failed"
-    kafka_java "${acl[@]}" --transactional-id sluice-secure --operation Write --operation Describe \
+    kafka_java "${acl[@]}" --transactional-id sluice-secure_ --operation Write --operation Describe \
         </dev/null >>"$log" 2>&1 || fail_with_log "$log" "kafka: adding the transactional id ACLs failed"
     kafka_java "${acl[@]}" --group sluice- --operation Read --operation Describe \
         </dev/null >>"$log" 2>&1 || fail_with_log "$log" "kafka: adding the group ACLs failed"

@@ -37,7 +37,7 @@ pub async fn preflight(cfg: &Config) -> Result<Vec<CheckItem>> {
             .await
             .map_err(|e| Error::definite(format!("preflight task failed: {e}")))?;
     let committed = kafka_items.1;
-    let identity = KafkaIdentity::of(&client_config(cfg));
+    let identity = KafkaIdentity::of_pipeline(&client_config(cfg), &cfg.name);
     items.push(kafka_security_item(&identity));
     items.extend(kafka_items.0.into_iter().map(|mut item| {
         item.problem = item.problem.map(|p| identity.name_in_text(&p));

@@ -181,7 +181,8 @@ pub async fn run_with(
         }
     };
     // Kafka's authorization errors do not name the principal; sluice's do.
-    let identity = crate::sink::identity::KafkaIdentity::of(&client_config(&cfg));
+    let identity =
+        crate::sink::identity::KafkaIdentity::of_pipeline(&client_config(&cfg), &cfg.name);
     let result = result.map_err(|e| identity.name_in(e));
     match &result {
         Err(e) if e.kind() == ErrorKind::Fenced => {

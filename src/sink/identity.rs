@@ -18,6 +18,10 @@ use crate::error::Error;
 /// The mark in an error message that stands for sluice's principal.
 pub const PRINCIPAL: &str = "<principal>";
 
+/// The mark in an ACL hint that stands for the pipeline's name (in `sluice-<name>`, the
+/// transactional id, and the group names).
+pub const PIPELINE: &str = "<name>";
+
 /// Who sluice is to the brokers.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct KafkaIdentity {
@@ -29,6 +33,8 @@ pub struct KafkaIdentity {
     pub principal: String,
     /// How sure that is, when the broker's own settings decide it.
     pub caveat: Option<String>,
+    /// The pipeline's name, for [`PIPELINE`] (`None`: the mark stays).
+    pub pipeline: Option<String>,
 }
 
 impl KafkaIdentity {
@@ -80,6 +86,15 @@ impl KafkaIdentity {
             mechanism,
             principal,
             caveat,
+            pipeline: None,
+        }
+    }
+
+    /// The identity of the pipeline `name` (whose name then fills [`PIPELINE`] too).
+    pub fn of_pipeline(client: &ClientConfig, name: &str) -> Self {
+        KafkaIdentity {
+            pipeline: Some(name.to_string()),
+            ..KafkaIdentity::of(client)
         }
     }
 
@@ -120,9 +135,17 @@ impl KafkaIdentity {
         e.map_message(|m| self.name_in_text(m))
     }
 
-    /// `text` with the principal in place of [`PRINCIPAL`].
+    /// `text` with the principal in place of [`PRINCIPAL`], and the pipeline's name in place
+    /// of [`PIPELINE`] in the ACL hints that hold the principal.
     pub fn name_in_text(&self, text: &str) -> String {
-        text.replace(PRINCIPAL, &self.principal)
+        if !text.contains(PRINCIPAL) {
+            return text.to_string();
+        }
+        let text = text.replace(PRINCIPAL, &self.principal);
+        match &self.pipeline {
+            Some(name) => text.replace(&format!("-{PIPELINE}"), &format!("-{name}")),
+            None => text,
+        }
     }
 }
 

@@ -120,6 +120,14 @@ fn the_mark_becomes_the_principal() {
         "not authorized: grant it to User:writer (`--allow-principal User:writer`)"
     );
     assert_eq!(e.kind(), crate::error::ErrorKind::Definite);
+    let id = KafkaIdentity::of_pipeline(&client(&[]), "shop");
+    let e = id.name_in(Error::definite(format!(
+        "grant WRITE on TransactionalId `sluice-{PIPELINE}` to {PRINCIPAL}"
+    )));
+    assert_eq!(
+        e.to_string(),
+        "grant WRITE on TransactionalId `sluice-shop` to User:ANONYMOUS"
+    );
 }
 
 #[test]

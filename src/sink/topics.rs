@@ -8,13 +8,14 @@ use std::collections::{BTreeMap, HashSet};
 use std::time::Duration;
 
 use rdkafka::admin::{AdminClient, AdminOptions, NewTopic, ResourceSpecifier, TopicReplication};
+use rdkafka::client::DefaultClientContext;
 use rdkafka::config::ClientConfig;
 use rdkafka::error::{KafkaError, RDKafkaErrorCode};
 
 use crate::error::{Error, Result};
 use crate::sink::classify::definite_hint;
 use crate::sink::identity::PRINCIPAL;
-use crate::sink::login_watch::LoginWatch;
+use crate::sink::login_watch;
 use crate::sink::patient;
 
 /// How long an admin or metadata request waits when `[kafka.properties]` does not set
@@ -31,6 +32,9 @@ pub fn request_timeout(base: &ClientConfig) -> Duration {
         .map_or(DEFAULT_REQUEST_TIMEOUT, Duration::from_millis)
 }
 
+/// How long a failed metadata request's probe for a refused login (SASL, TLS) may take.
+const LOGIN_PROBE: Duration = Duration::from_secs(5);
+
 /// Settings for topics sluice creates.
 #[derive(Debug, Clone)]
 pub struct TopicSettings {
@@ -44,9 +48,11 @@ pub struct TopicSettings {
 
 /// Creates and checks topics; remembers the data topics known to exist.
 pub struct Topics {
-    admin: AdminClient<LoginWatch>,
-    /// The login failures of `admin`'s connections.
-    login: LoginWatch,
+    admin: AdminClient<DefaultClientContext>,
+    /// The client config, for [`login_watch::probe`].
+    base: ClientConfig,
+    /// Whether a failed metadata request was probed for a refused login already.
+    probed: std::cell::Cell<bool>,
     settings: TopicSettings,
     known: HashSet<String>,
     timeout: Duration,
@@ -55,13 +61,13 @@ pub struct Topics {
 impl Topics {
     /// An admin client on the given client config.
     pub fn new(base: &ClientConfig, settings: TopicSettings) -> Result<Self> {
-        let login = LoginWatch::default();
         let admin = base
-            .create_with_context(login.clone())
+            .create()
             .map_err(|e| Error::definite(format!("cannot create a Kafka admin client: {e}")))?;
         Ok(Topics {
             admin,
-            login,
+            base: base.clone(),
+            probed: std::cell::Cell::new(false),
             settings,
             known: HashSet::new(),
             timeout: request_timeout(base),
@@ -71,18 +77,26 @@ impl Topics {
     /// Partition count of `topic`, or `None` when it does not exist.
     pub fn partition_count(&self, topic: &str) -> Result<Option<usize>> {
         let client = self.admin.inner();
-        // A refused login shows here only as a transport failure or a timeout: the tries stop
-        // at the first one the error callback reported, and its error is returned.
+        // A refused login shows here only as a transport failure or a timeout: after the
+        // first failed try a probe looks for one (once per client: a probe that saw none
+        // leaves the rest to the retries), and the tries stop at it.
+        let refused = std::cell::RefCell::new(None);
         let md = patient::retrying(
             self.timeout,
-            |t| match self.login.failure() {
-                Some(_) => Err(KafkaError::Global(RDKafkaErrorCode::Authentication)),
-                None => client.fetch_metadata(Some(topic), t),
+            |t| {
+                if refused.borrow().is_some() {
+                    return Err(KafkaError::Global(RDKafkaErrorCode::Authentication));
+                }
+                client.fetch_metadata(Some(topic), t)
             },
-            || {},
+            || {
+                if !self.probed.replace(true) {
+                    *refused.borrow_mut() = login_watch::probe(&self.base, LOGIN_PROBE);
+                }
+            },
         )
         .map_err(|e| {
-            self.login.failure().unwrap_or_else(|| {
+            refused.take().unwrap_or_else(|| {
                 Error::transient(format!("Kafka metadata request for `{topic}` failed: {e}"))
             })
         })?;
