@@ -219,6 +219,24 @@ async fn logins_and_acls_refused_are_definite_and_name_the_principal(flavor: Fla
         "the password leaked into the log"
     );
 
+    // A broker certificate the configured CA did not sign (the CA file holds another
+    // certificate): the TLS handshake fails, which must not read as a broker that is down.
+    let p = secure_pipeline(
+        flavor,
+        "secure",
+        "badca",
+        SASL_BOOTSTRAP,
+        &sasl("SCRAM-SHA-512", "writer", "writer-secret")
+            .replace("ca.pem", "kafka-denied-cert.pem"),
+    );
+    run_fails_naming(
+        &p,
+        &[
+            "TLS handshake with the Kafka broker failed",
+            "kafka.security.ca_file",
+        ],
+    );
+
     // A certificate the broker trusts, of a principal without any ACL.
     let p = secure_pipeline(flavor, "secure", "denied", MTLS_BOOTSTRAP, &mtls("denied"));
     run_fails_naming(

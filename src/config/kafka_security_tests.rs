@@ -188,6 +188,11 @@ fn passwords_come_from_files_or_the_environment_and_never_show() {
         toml::to_string(&c).expect("serializes") // what GET /config and `check` show
     );
     assert!(!shown.contains("from-file-pw"), "{shown}");
+    // What the start log, `sluice check` and `GET /config` print.
+    let json = c.redacted_json();
+    assert!(!json.to_string().contains("from-file-pw"), "{json}");
+    assert_eq!(json["kafka"]["security"]["password"], "***");
+    assert_eq!(json["kafka"]["security"]["username"], "writer");
     let c = parse_env(
         "protocol = \"sasl_ssl\"\nmechanism = \"PLAIN\"\nusername = \"writer\"",
         &[
