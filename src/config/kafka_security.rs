@@ -360,6 +360,16 @@ impl KafkaSecurity {
             )),
             _ => {}
         }
+        if self.mechanism == Some(SaslMechanism::Gssapi) {
+            problems.push(Problem::new(
+                "kafka.security.mechanism",
+                "\"GSSAPI\"",
+                "a mechanism this build of sluice supports: SCRAM-SHA-512, SCRAM-SHA-256, PLAIN \
+                 or OAUTHBEARER (its librdkafka is built without Cyrus SASL, which Kerberos needs)",
+                "use SCRAM or mutual TLS for this cluster, or a sluice built with rdkafka's \
+                 `gssapi` feature (see the README's Kafka security section)",
+            ));
+        }
         self.validate_credentials(problems);
         self.validate_tls(problems);
         for (key, setting) in self.owned_properties() {
