@@ -18,6 +18,9 @@
 //! (`capture`, `channel`, `ops`, `retry` and the inner files of the stages) is `pub(crate)`. See
 //! `docs/architecture.md` for the map of every file and for why a crash at any point neither
 //! loses nor duplicates.
+//!
+//! `fuzz_entry` (hidden from the documentation) is no API: the fuzz targets of `fuzz/` reach the
+//! crate-private parsers through it.
 
 // The documentation is for contributors and is built with `--document-private-items`, where a
 // public item's link to a crate-private one resolves; broken links still fail the build.
@@ -31,6 +34,8 @@ pub(crate) mod channel;
 pub mod config;
 pub mod encode;
 pub mod error;
+#[doc(hidden)]
+pub mod fuzz_entry;
 pub mod metrics;
 pub mod model;
 pub mod mysql;

@@ -8,7 +8,7 @@
 pub(crate) mod events;
 #[cfg(test)]
 pub(crate) mod fixtures;
-mod json_diff;
+pub(crate) mod json_diff;
 pub(crate) mod payload;
 pub(crate) mod reader;
 pub mod rows;

@@ -26,6 +26,8 @@ mod start;
 mod tracker;
 mod xa;
 
+/// For `crate::fuzz_entry`, which feeds events to it.
+pub(crate) use self::assembler::Assembler;
 pub use self::assembler::SkipSet;
 pub use self::pump::run;
 pub use self::settings::SourceSettings;
