@@ -52,8 +52,12 @@ pub fn sink_settings(cfg: &Config) -> SinkSettings {
         transaction_timeout_ms: cfg.kafka.transaction_timeout_ms,
         max_buffer_kbytes: cfg.kafka.max_buffer_kbytes,
         client: client_config(cfg),
-        registry: cfg.routes_use_avro().then(|| cfg.schema_registry.clone()),
+        registry: cfg.needs_registry().then(|| cfg.schema_registry.clone()),
         dlq_topic: cfg.dlq_topic(),
+        transaction_metadata: cfg
+            .transaction_metadata
+            .enabled
+            .then(|| (cfg.transaction_topic(), cfg.transaction_metadata.format)),
         data_topic_patterns: Router::new(cfg)
             .map(|r| r.topic_patterns())
             .unwrap_or_else(|_| regex::RegexSet::empty()),

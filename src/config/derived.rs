@@ -51,6 +51,18 @@ impl Config {
             .unwrap_or_else(|| format!("{}.schema-changes", self.name))
     }
 
+    /// The transaction metadata topic: `transaction_metadata.topic` or `<name>.transaction`.
+    pub fn transaction_topic(&self) -> String {
+        self.transaction_metadata.topic_for(&self.name)
+    }
+
+    /// Whether anything writes Avro and so needs the schema registry: a route, or the
+    /// transaction metadata topic.
+    pub fn needs_registry(&self) -> bool {
+        let tm = &self.transaction_metadata;
+        self.routes_use_avro() || (tm.enabled && tm.format == Format::Avro)
+    }
+
     /// Whether any route writes Avro (and so needs the schema registry).
     pub fn routes_use_avro(&self) -> bool {
         self.effective_routes()

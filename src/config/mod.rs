@@ -55,6 +55,7 @@ mod shutdown;
 mod snapshot;
 mod source;
 pub mod topics;
+mod transaction_metadata;
 mod validate;
 
 #[cfg(test)]
@@ -79,3 +80,4 @@ pub use shutdown::DEFAULT_SHUTDOWN_TIMEOUT_MS;
 pub use snapshot::{OnPurged, SnapshotConfig};
 use source::non_empty;
 pub use source::{SourceConfig, SslMode};
+pub use transaction_metadata::TransactionMetadataConfig;

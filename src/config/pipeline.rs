@@ -15,7 +15,7 @@ use serde::{Deserialize, Serialize};
 use super::shutdown;
 use super::{
     ApiConfig, CommitConfig, KafkaConfig, RouteConfig, SchemaRegistryConfig, SnapshotConfig,
-    SourceConfig,
+    SourceConfig, TransactionMetadataConfig,
 };
 
 /// Delivery guarantee towards Kafka.
@@ -97,6 +97,9 @@ pub struct Config {
     /// 127.0.0.1:8089, no token, ready up to 60 s of lag).
     #[serde(default)]
     pub api: ApiConfig,
+    /// Debezium's transaction metadata topic (`[transaction_metadata]`). Default: off.
+    #[serde(default)]
+    pub transaction_metadata: TransactionMetadataConfig,
 }
 
 impl Config {

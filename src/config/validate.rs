@@ -48,11 +48,16 @@ impl Config {
         self.validate_commit(&mut problems);
         self.validate_snapshot(&mut problems);
         self.validate_routes(&mut problems);
-        let avro_route = self
+        let avro_user = self
             .effective_routes()
             .iter()
-            .position(|route| route.format == Format::Avro);
-        schema_registry::validate(&self.schema_registry, avro_route, &mut problems);
+            .position(|route| route.format == Format::Avro)
+            .map(|i| format!("route[{i}]"))
+            .or_else(|| {
+                let tm = &self.transaction_metadata;
+                (tm.enabled && tm.format == Format::Avro).then(|| "transaction_metadata".into())
+            });
+        schema_registry::validate(&self.schema_registry, avro_user.as_deref(), &mut problems);
         api::validate(&self.api, &mut problems);
         let limits = limits::Limits {
             max_event_bytes: self.source.max_event_bytes,
@@ -255,6 +260,10 @@ impl Config {
             ("kafka.schema_changes_topic", k.schema_changes_topic.clone()),
             ("kafka.schema_history_topic", k.schema_history_topic.clone()),
             ("kafka.dlq_topic", k.dlq_topic.clone()),
+            (
+                "transaction_metadata.topic",
+                self.transaction_metadata.topic.clone(),
+            ),
         ];
         let own_topics = own_topics
             .into_iter()

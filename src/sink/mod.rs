@@ -38,6 +38,7 @@ mod shape;
 mod state;
 pub(crate) mod topics;
 pub(crate) mod txn;
+mod txn_metadata;
 pub(crate) mod txn_tag;
 pub(crate) mod unmarked;
 
@@ -195,6 +196,8 @@ struct Sink {
     /// The pipeline transaction of the last committed offset record; the open one is the
     /// next ([`unmarked`]).
     committed_txn: u64,
+    /// Debezium's transaction metadata records, when `[transaction_metadata]` is enabled.
+    txn_metadata: Option<txn_metadata::TxnMetadata>,
 }
 
 impl Sink {
@@ -306,6 +309,10 @@ impl Sink {
             claim_from,
             retire: false,
             committed_txn,
+            txn_metadata: s
+                .transaction_metadata
+                .clone()
+                .map(|(topic, format)| txn_metadata::TxnMetadata::new(topic, format)),
             s,
         };
         Ok((sink, committed))
@@ -389,6 +396,9 @@ impl Sink {
                 self.source_open = true;
                 self.meta = meta;
                 self.order.begin();
+                if let Some(tm) = self.txn_metadata.as_mut() {
+                    tm.reset();
+                }
             }
             Change::Rows {
                 table,
@@ -421,6 +431,7 @@ impl Sink {
                 self.write_schema_event(&ev)?;
             }
             Change::Commit(cp) => {
+                self.txn_metadata_end(cp.ts_ms)?;
                 self.source_open = false;
                 self.report_read(&cp);
                 self.pending = Some(cp);
@@ -457,6 +468,7 @@ impl Sink {
         if dlq_reason.is_some() {
             self.topics.ensure_data_topic(&self.s.dlq_topic)?;
         }
+        self.txn_metadata_begin(kind)?;
         let (mut written, mut dead, mut bytes) = (0u64, 0u64, 0u64);
         for (i, row) in rows.iter().enumerate() {
             self.records.clear();
@@ -507,6 +519,7 @@ impl Sink {
                 }
                 self.kafka_records += 1;
             }
+            self.txn_metadata_count(&table.label);
         }
         self.counts
             .add_written(&table.label, counts::op_label(kind), written);
