@@ -230,6 +230,7 @@ async fn guard_lost_offsets(
                     .enabled
                     .then(|| cfg.transaction_topic()),
             )
+            .chain(cfg.heartbeat.enabled().then(|| cfg.heartbeat_topic()))
             .collect(),
         skip: vec![cfg.offsets_topic(), cfg.schema_history_topic()],
         timeout: Duration::from_secs(30),

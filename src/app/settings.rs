@@ -58,6 +58,13 @@ pub fn sink_settings(cfg: &Config) -> SinkSettings {
             .transaction_metadata
             .enabled
             .then(|| (cfg.transaction_topic(), cfg.transaction_metadata.format)),
+        heartbeat: cfg.heartbeat.enabled().then(|| {
+            (
+                cfg.heartbeat_topic(),
+                Duration::from_millis(cfg.heartbeat.interval_ms),
+                cfg.heartbeat.format,
+            )
+        }),
         data_topic_patterns: Router::new(cfg)
             .map(|r| r.topic_patterns())
             .unwrap_or_else(|_| regex::RegexSet::empty()),

@@ -41,6 +41,7 @@ mod commit;
 mod derived;
 pub mod env;
 mod error;
+mod heartbeat;
 mod kafka;
 pub mod kafka_security;
 mod limits;
@@ -64,6 +65,7 @@ mod tests;
 pub use api::ApiConfig;
 pub use commit::CommitConfig;
 pub use error::{ConfigError, Problem};
+pub use heartbeat::HeartbeatConfig;
 pub use kafka::KafkaConfig;
 pub use limits::{
     DEFAULT_CHANNEL_MAX_BYTES, DEFAULT_CHUNK_MAX_BYTES, DEFAULT_MAX_EVENT_BYTES,

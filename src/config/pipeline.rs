@@ -14,8 +14,8 @@ use serde::{Deserialize, Serialize};
 
 use super::shutdown;
 use super::{
-    ApiConfig, CommitConfig, KafkaConfig, RouteConfig, SchemaRegistryConfig, SnapshotConfig,
-    SourceConfig, TransactionMetadataConfig,
+    ApiConfig, CommitConfig, HeartbeatConfig, KafkaConfig, RouteConfig, SchemaRegistryConfig,
+    SnapshotConfig, SourceConfig, TransactionMetadataConfig,
 };
 
 /// Delivery guarantee towards Kafka.
@@ -100,6 +100,9 @@ pub struct Config {
     /// Debezium's transaction metadata topic (`[transaction_metadata]`). Default: off.
     #[serde(default)]
     pub transaction_metadata: TransactionMetadataConfig,
+    /// Debezium's heartbeat topic (`[heartbeat]`). Default: off.
+    #[serde(default)]
+    pub heartbeat: HeartbeatConfig,
 }
 
 impl Config {

@@ -743,6 +743,7 @@ fn env_table_covers_every_scalar_field() {
     c.kafka.dlq_topic = Some("shop.dlq".into());
     c.snapshot.signal_table = Some("ops.sluice_signal".into());
     c.transaction_metadata.topic = Some("shop.transaction".into());
+    c.heartbeat.topic = Some("__debezium-heartbeat.shop".into());
     c.kafka.security = Some(kafka_security::KafkaSecurity {
         mechanism: Some(kafka_security::SaslMechanism::Plain),
         ..Default::default()
@@ -761,6 +762,7 @@ fn env_table_covers_every_scalar_field() {
                     "schema_registry",
                     "api",
                     "transaction_metadata",
+                    "heartbeat",
                 ]
                 .contains(&key.as_str()) =>
             {
@@ -2057,4 +2059,29 @@ fn the_transaction_topic_must_be_legal_and_its_own() {
         "transaction_metadata.topic",
     );
     assert!(p.found.contains("kafka.offsets_topic"), "{p}");
+}
+
+#[test]
+fn heartbeats_are_off_by_default_and_paced_sensibly() {
+    let c = parse(MINIMAL).unwrap();
+    assert!(!c.heartbeat.enabled());
+    assert_eq!(
+        c.heartbeat_topic(),
+        format!("__debezium-heartbeat.{}", c.name)
+    );
+    let c = parse(&with("[heartbeat]\ninterval_ms = 5000")).unwrap();
+    assert!(c.heartbeat.enabled());
+    let p = assert_problem(
+        &with("[heartbeat]\ninterval_ms = 10"),
+        "heartbeat.interval_ms",
+    );
+    assert!(p.found == "10" && p.expected.contains("100"), "{p}");
+    let p = assert_problem(
+        &with("[heartbeat]\ninterval_ms = 1000\nformat = \"avro\""),
+        "schema_registry.url",
+    );
+    assert!(p.found.contains("heartbeat"), "{p}");
+    let c = Config::from_str_with_env(MINIMAL, env(&[("SLUICE_HEARTBEAT_INTERVAL_MS", "250")]))
+        .unwrap();
+    assert_eq!(c.heartbeat.interval_ms, 250);
 }

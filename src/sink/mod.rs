@@ -23,6 +23,7 @@
 pub(crate) mod claim;
 pub(crate) mod classify;
 mod counts;
+mod heartbeat;
 pub(crate) mod identity;
 pub(crate) mod login_watch;
 pub mod offsets;
@@ -198,6 +199,11 @@ struct Sink {
     committed_txn: u64,
     /// Debezium's transaction metadata records, when `[transaction_metadata]` is enabled.
     txn_metadata: Option<txn_metadata::TxnMetadata>,
+    /// Debezium's heartbeat records, when `[heartbeat]` is enabled.
+    heartbeat: Option<heartbeat::Heartbeat>,
+    /// The checkpoint of the last commit, kept when heartbeats are on: an idle pipeline's
+    /// heartbeat commits with it again.
+    last_committed: Option<Checkpoint>,
 }
 
 impl Sink {
@@ -313,6 +319,10 @@ impl Sink {
                 .transaction_metadata
                 .clone()
                 .map(|(topic, format)| txn_metadata::TxnMetadata::new(topic, format)),
+            heartbeat: s.heartbeat.clone().map(|(topic, interval, format)| {
+                heartbeat::Heartbeat::new(topic, interval, format, &s.name)
+            }),
+            last_committed: None,
             s,
         };
         Ok((sink, committed))
@@ -336,6 +346,15 @@ impl Sink {
 
     /// How long to wait for the next change before a time-based commit is due.
     fn next_wait(&self) -> Duration {
+        let wait = self.commit_wait();
+        match &self.heartbeat {
+            Some(hb) if !self.kafka_open => wait.min(hb.due_in().max(Duration::from_millis(1))),
+            _ => wait,
+        }
+    }
+
+    /// How long to wait for the next change before a commit is due by `[commit]`.
+    fn commit_wait(&self) -> Duration {
         let max = Duration::from_millis(self.s.commit_max_ms);
         if self.kafka_open && !self.source_open {
             return max
@@ -365,6 +384,9 @@ impl Sink {
             self.commit()?;
         } else if self.kafka_open && self.source_open {
             self.check_txn_age()?;
+        } else if self.heartbeat_wanted() {
+            self.begin()?;
+            self.commit()?;
         }
         Ok(())
     }
@@ -578,6 +600,10 @@ impl Sink {
             // Nothing reached a boundary yet; cannot happen with a closed source transaction.
             return Ok(());
         };
+        if self.heartbeat.is_some() {
+            self.last_committed = Some(cp.clone());
+        }
+        self.heartbeat_if_due()?;
         let ts_ms = cp.ts_ms;
         let mut rec = OffsetRecord::new(&self.s.name, cp.position, ts_ms);
         rec.xa_prepared = cp.xa_prepared;

@@ -23,13 +23,12 @@
 //!   `data_collection_order` already needs.
 
 use std::io::Write;
-use std::time::{Duration, Instant};
 
 use crate::config::Format;
 use crate::encode::avro::{put_header, put_long, put_str, SchemaIds};
 use crate::encode::json::Record;
 use crate::encode::json_value::write_json_string;
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::model::RowsKind;
 
 /// The key schema (Debezium's `io.debezium.connector.common.TransactionMetadataKey`, as
@@ -279,33 +278,19 @@ impl super::Sink {
         Ok(())
     }
 
-    /// Registers the Avro key and value schemas of the records once, inside the open Kafka
-    /// transaction (so no record citing an id commits before the registry accepted it).
+    /// Registers the Avro key and value schemas of the records once (see
+    /// [`super::Sink::register_fixed`]).
     fn register_txn_metadata(&mut self) -> Result<()> {
         let Some(tm) = self.txn_metadata.as_ref().filter(|tm| tm.needs_ids()) else {
             return Ok(());
         };
-        let Some(registry) = &self.registry else {
-            return Err(Error::definite(
-                "transaction_metadata.format = \"avro\" but no [schema_registry] is configured; \
-                 set schema_registry.url",
-            ));
-        };
-        let deadline = Instant::now() + Duration::from_millis(self.s.transaction_timeout_ms / 3);
-        let register = |is_key: bool, schema: &str, name: &str| {
-            let subject = registry.registry().subject_for(&tm.topic, is_key, name);
-            registry
-                .register_retrying(&subject, schema, deadline)
-                .map_err(|e| {
-                    e.context(format!(
-                        "registering the transaction metadata schema (subject `{subject}`)"
-                    ))
-                })
-        };
-        let ids = SchemaIds {
-            key: Some(register(true, KEY_SCHEMA, KEY_NAME)?),
-            value: register(false, VALUE_SCHEMA, VALUE_NAME)?,
-        };
+        let topic = tm.topic.clone();
+        let ids = self.register_fixed(
+            "transaction_metadata",
+            &topic,
+            (KEY_SCHEMA, KEY_NAME),
+            (VALUE_SCHEMA, VALUE_NAME),
+        )?;
         if let Some(tm) = self.txn_metadata.as_mut() {
             tm.set_ids(ids);
         }

@@ -1,8 +1,9 @@
-//! Debezium's transaction metadata topic (`[transaction_metadata]`): every source
+//! Debezium's further topics. Transaction metadata (`[transaction_metadata]`): every source
 //! transaction with rows gets exactly one `BEGIN` and one `END` record, written in the Kafka
-//! transaction of its rows — proved through SIGKILLs by an independent `read_committed`
-//! consumer that matches each `END`'s counts against the data records carrying that
-//! transaction's id.
+//! transaction of its rows — proved through SIGKILLs (with heartbeats on as well) by an
+//! independent `read_committed` consumer that matches each `END`'s counts against the data
+//! records carrying that transaction's id. Heartbeats (`[heartbeat]`): paced records on an
+//! idle source that leave the committed position where it was.
 
 mod support;
 
@@ -175,7 +176,11 @@ async fn random_txn(c: &mut mysql_async::Conn, db: &str, rng: &mut impl Rng, nex
 }
 
 async fn every_transaction_is_framed_once_through_kills(flavor: Flavor) {
-    let p = Pipeline::new(flavor, "txmeta", TXN_METADATA);
+    let p = Pipeline::new(
+        flavor,
+        "txmeta",
+        &format!("{TXN_METADATA}\n[heartbeat]\ninterval_ms = 200\n"),
+    );
     let db = p.db.clone();
     let (mut c, mut child) = p
         .start_with(&[
@@ -296,7 +301,71 @@ async fn avro_records_decode_with_confluents_client(flavor: Flavor) {
     assert_eq!(tables, [(format!("{db}.a"), 2), (format!("{db}.b"), 1)]);
 }
 
+/// On an idle pipeline, heartbeats arrive at their interval (not faster), keyed by the
+/// pipeline, and the committed position never goes back (other tests share the server, so it
+/// may move on with their binlog).
+async fn heartbeats_pace_an_idle_pipeline_and_keep_its_position(flavor: Flavor) {
+    let p = Pipeline::new(flavor, "heartbeat", "\n[heartbeat]\ninterval_ms = 300\n");
+    let db = p.db.clone();
+    let (mut c, mut child) = p.start_with(&[("a", "(id INT PRIMARY KEY)")]).await;
+    exec(&mut c, &[&format!("INSERT INTO {db}.a VALUES (1)")]).await;
+    let topic = format!("__debezium-heartbeat.{}", p.name);
+    // A first heartbeat proves the pipeline streams; then an idle stretch.
+    consume(
+        std::slice::from_ref(&topic),
+        "read_committed",
+        1,
+        Duration::ZERO,
+        Duration::from_secs(60),
+    );
+    let (code, before) = p.command(&["offsets", "show"]);
+    assert_eq!(code, 0, "{before}");
+    let idle = Duration::from_secs(4);
+    tokio::time::sleep(idle).await;
+    let (code, after) = p.command(&["offsets", "show"]);
+    assert_eq!(code, 0, "{after}");
+    terminate(&mut child);
+    let beats = consume(
+        std::slice::from_ref(&topic),
+        "read_committed",
+        usize::MAX,
+        Duration::from_secs(2),
+        Duration::from_secs(30),
+    );
+    let position = |text: &str| -> String {
+        let v: Value = serde_json::from_str(text).unwrap_or_else(|e| panic!("{e}: {text}"));
+        v["position"][flavor.gtid_key()]
+            .as_str()
+            .unwrap_or_else(|| panic!("no GTID position in {text}"))
+            .to_string()
+    };
+    assert!(
+        flavor.gtid_contains(&position(&after), &position(&before)),
+        "the committed position went back: {before} then {after}"
+    );
+    let ts: Vec<i64> = beats
+        .iter()
+        .map(|r| {
+            assert_eq!(r.key, Some(json!({ "serverName": p.name })));
+            r.value.as_ref().expect("value")["ts_ms"]
+                .as_i64()
+                .expect("ts_ms")
+        })
+        .collect();
+    // 4 s idle at 300 ms: about 13, never much faster than the interval.
+    assert!(ts.len() >= 8, "{} heartbeats in {idle:?}: {ts:?}", ts.len());
+    for w in ts.windows(2) {
+        assert!(
+            w[1] - w[0] >= 250,
+            "heartbeats {} ms apart: {ts:?}",
+            w[1] - w[0]
+        );
+    }
+    eprintln!("[{}] {} heartbeats in {idle:?}", flavor.name, ts.len());
+}
+
 per_flavor!(
     every_transaction_is_framed_once_through_kills,
     avro_records_decode_with_confluents_client,
+    heartbeats_pace_an_idle_pipeline_and_keep_its_position,
 );
