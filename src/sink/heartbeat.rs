@@ -207,13 +207,7 @@ mod tests {
         let rec = hb.beat(99);
         assert!(hb.due(), "a zero interval is always due");
         let decode = |schema: &str, bytes: &[u8], id: u32| {
-            assert_eq!(bytes[0], 0);
-            assert_eq!(u32::from_be_bytes(bytes[1..5].try_into().unwrap()), id);
-            let schema = apache_avro::Schema::parse_str(schema).unwrap();
-            let mut rest = &bytes[5..];
-            let v = apache_avro::from_avro_datum(&schema, &mut rest, None).unwrap();
-            assert!(rest.is_empty());
-            v
+            crate::encode::avro::tests::decode(schema, id, bytes)
         };
         use apache_avro::types::Value as A;
         assert_eq!(

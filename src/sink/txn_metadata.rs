@@ -366,13 +366,7 @@ mod tests {
     }
 
     fn decode(schema: &str, bytes: &[u8], id: u32) -> A {
-        assert_eq!(bytes[0], 0, "magic byte");
-        assert_eq!(u32::from_be_bytes(bytes[1..5].try_into().unwrap()), id);
-        let schema = apache_avro::Schema::parse_str(schema).expect("the schema parses");
-        let mut rest = &bytes[5..];
-        let v = apache_avro::from_avro_datum(&schema, &mut rest, None).expect("decodes");
-        assert!(rest.is_empty(), "every byte belongs to the datum");
-        v
+        crate::encode::avro::tests::decode(schema, id, bytes)
     }
 
     fn field<'a>(v: &'a A, name: &str) -> &'a A {
