@@ -48,9 +48,8 @@ fn framing(recs: &[Rec]) -> BTreeMap<String, Framing> {
     by_id
 }
 
-/// Data envelopes (not tombstones) per transaction id and table, and each transaction's
-/// `total_order`s.
-type Events = HashMap<String, (BTreeMap<String, u64>, Vec<u64>)>;
+/// Data envelopes (not tombstones) per transaction id and table.
+type Events = HashMap<String, BTreeMap<String, u64>>;
 
 fn events(recs: &[Rec]) -> Events {
     let mut out: Events = HashMap::new();
@@ -62,13 +61,10 @@ fn events(recs: &[Rec]) -> Events {
             v["source"]["db"].as_str().unwrap(),
             v["source"]["table"].as_str().unwrap()
         );
-        let e = out.entry(id.to_string()).or_default();
-        *e.0.entry(table).or_default() += 1;
-        e.1.push(
-            v["transaction"]["total_order"]
-                .as_u64()
-                .expect("total_order"),
-        );
+        *out.entry(id.to_string())
+            .or_default()
+            .entry(table)
+            .or_default() += 1;
     }
     out
 }
@@ -78,7 +74,7 @@ fn events(recs: &[Rec]) -> Events {
 fn check_framing(meta: &[Rec], data: &[Rec]) -> usize {
     let framed = framing(meta);
     let events = events(data);
-    for (id, (tables, orders)) in &events {
+    for (id, tables) in &events {
         let f = framed
             .get(id)
             .unwrap_or_else(|| panic!("transaction {id} has rows but no BEGIN/END"));
@@ -104,14 +100,6 @@ fn check_framing(meta: &[Rec], data: &[Rec]) -> usize {
             })
             .collect();
         assert_eq!(&listed, tables, "data_collections of {id}: {end}");
-        // The envelopes number the same events 1..=event_count, each once.
-        let mut orders = orders.clone();
-        orders.sort_unstable();
-        assert_eq!(
-            orders,
-            (1..=total).collect::<Vec<_>>(),
-            "total_order of the events of {id}"
-        );
     }
     let extra: Vec<&String> = framed
         .keys()
