@@ -223,7 +223,15 @@ async fn guard_lost_offsets(
         client: client_config(cfg),
         history: (cfg.schema_history_topic(), history_entries),
         patterns: router.topic_patterns(),
-        own_topics: vec![cfg.schema_changes_topic(), cfg.dlq_topic()],
+        own_topics: [cfg.schema_changes_topic(), cfg.dlq_topic()]
+            .into_iter()
+            .chain(
+                cfg.transaction_metadata
+                    .enabled
+                    .then(|| cfg.transaction_topic()),
+            )
+            .chain(cfg.heartbeat.enabled().then(|| cfg.heartbeat_topic()))
+            .collect(),
         skip: vec![cfg.offsets_topic(), cfg.schema_history_topic()],
         timeout: Duration::from_secs(30),
     };

@@ -43,7 +43,7 @@ pub async fn preflight(cfg: &Config) -> Result<Vec<CheckItem>> {
         item.problem = item.problem.map(|p| identity.name_in_text(&p));
         item
     }));
-    if cfg.routes_use_avro() {
+    if cfg.needs_registry() {
         items.push(registry_check(cfg).await);
     }
     let start = start_spec(cfg);

@@ -52,8 +52,19 @@ pub fn sink_settings(cfg: &Config) -> SinkSettings {
         transaction_timeout_ms: cfg.kafka.transaction_timeout_ms,
         max_buffer_kbytes: cfg.kafka.max_buffer_kbytes,
         client: client_config(cfg),
-        registry: cfg.routes_use_avro().then(|| cfg.schema_registry.clone()),
+        registry: cfg.needs_registry().then(|| cfg.schema_registry.clone()),
         dlq_topic: cfg.dlq_topic(),
+        transaction_metadata: cfg
+            .transaction_metadata
+            .enabled
+            .then(|| (cfg.transaction_topic(), cfg.transaction_metadata.format)),
+        heartbeat: cfg.heartbeat.enabled().then(|| {
+            (
+                cfg.heartbeat_topic(),
+                Duration::from_millis(cfg.heartbeat.interval_ms),
+                cfg.heartbeat.format,
+            )
+        }),
         data_topic_patterns: Router::new(cfg)
             .map(|r| r.topic_patterns())
             .unwrap_or_else(|_| regex::RegexSet::empty()),

@@ -51,6 +51,36 @@ impl Config {
             .unwrap_or_else(|| format!("{}.schema-changes", self.name))
     }
 
+    /// The transaction metadata topic: `transaction_metadata.topic` or `<name>.transaction`.
+    pub fn transaction_topic(&self) -> String {
+        self.transaction_metadata.topic_for(&self.name)
+    }
+
+    /// The heartbeat topic: `heartbeat.topic` or `__debezium-heartbeat.<name>`.
+    pub fn heartbeat_topic(&self) -> String {
+        self.heartbeat.topic_for(&self.name)
+    }
+
+    /// The first setting besides the routes that writes Avro (and so needs the schema
+    /// registry): `transaction_metadata` or `heartbeat`, when enabled.
+    pub fn avro_topic_setting(&self) -> Option<&'static str> {
+        let tm = &self.transaction_metadata;
+        let hb = &self.heartbeat;
+        if tm.enabled && tm.format == Format::Avro {
+            Some("transaction_metadata")
+        } else if hb.enabled() && hb.format == Format::Avro {
+            Some("heartbeat")
+        } else {
+            None
+        }
+    }
+
+    /// Whether anything writes Avro and so needs the schema registry: a route, the
+    /// transaction metadata topic or the heartbeat topic.
+    pub fn needs_registry(&self) -> bool {
+        self.routes_use_avro() || self.avro_topic_setting().is_some()
+    }
+
     /// Whether any route writes Avro (and so needs the schema registry).
     pub fn routes_use_avro(&self) -> bool {
         self.effective_routes()

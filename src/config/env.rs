@@ -3,7 +3,7 @@
 //! same value written in the file (and is checked the same way).
 //!
 //! - `SLUICE_<SECTION>_<FIELD>` (upper case) for every scalar field of the top level,
-//!   `[source]`, `[kafka]`, `[commit]`, `[snapshot]`, `[schema_registry]` and `[api]`, listed
+//!   `[source]`, `[kafka]`, `[commit]`, `[snapshot]`, `[schema_registry]`, `[api]`, `[transaction_metadata]` and `[heartbeat]`, listed
 //!   in one table (`FIELDS`, see [`known_env_vars`]); the value is parsed as an integer,
 //!   number, boolean, string or comma-separated list according to the field. E.g. `SLUICE_NAME`, `SLUICE_SOURCE_URL`, `SLUICE_SOURCE_SERVER_ID`,
 //!   `SLUICE_SOURCE_INCLUDE=shop\..*,crm\..*`, `SLUICE_COMMIT_MAX_MS=250`,
@@ -138,6 +138,12 @@ pub(super) const FIELDS: &[Field] = &[
     field(&["kafka", "replication_factor"], Kind::Int),
     field(&["kafka", "transaction_timeout_ms"], Kind::Int),
     field(&["kafka", "max_buffer_kbytes"], Kind::Int),
+    field(&["transaction_metadata", "enabled"], Kind::Bool),
+    field(&["transaction_metadata", "topic"], Kind::Str),
+    field(&["transaction_metadata", "format"], Kind::Str),
+    field(&["heartbeat", "interval_ms"], Kind::Int),
+    field(&["heartbeat", "topic"], Kind::Str),
+    field(&["heartbeat", "format"], Kind::Str),
     field(&["commit", "max_ms"], Kind::Int),
     field(&["commit", "max_events"], Kind::Int),
     field(&["commit", "idle_offset_ms"], Kind::Int),

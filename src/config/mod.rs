@@ -41,6 +41,7 @@ mod commit;
 mod derived;
 pub mod env;
 mod error;
+mod heartbeat;
 mod kafka;
 pub mod kafka_security;
 mod limits;
@@ -55,6 +56,7 @@ mod shutdown;
 mod snapshot;
 mod source;
 pub mod topics;
+mod transaction_metadata;
 mod validate;
 
 #[cfg(test)]
@@ -63,6 +65,7 @@ mod tests;
 pub use api::ApiConfig;
 pub use commit::CommitConfig;
 pub use error::{ConfigError, Problem};
+pub use heartbeat::HeartbeatConfig;
 pub use kafka::KafkaConfig;
 pub use limits::{
     DEFAULT_CHANNEL_MAX_BYTES, DEFAULT_CHUNK_MAX_BYTES, DEFAULT_MAX_EVENT_BYTES,
@@ -79,3 +82,4 @@ pub use shutdown::DEFAULT_SHUTDOWN_TIMEOUT_MS;
 pub use snapshot::{OnPurged, SnapshotConfig};
 use source::non_empty;
 pub use source::{SourceConfig, SslMode};
+pub use transaction_metadata::TransactionMetadataConfig;

@@ -14,8 +14,8 @@ use serde::{Deserialize, Serialize};
 
 use super::shutdown;
 use super::{
-    ApiConfig, CommitConfig, KafkaConfig, RouteConfig, SchemaRegistryConfig, SnapshotConfig,
-    SourceConfig,
+    ApiConfig, CommitConfig, HeartbeatConfig, KafkaConfig, RouteConfig, SchemaRegistryConfig,
+    SnapshotConfig, SourceConfig, TransactionMetadataConfig,
 };
 
 /// Delivery guarantee towards Kafka.
@@ -97,6 +97,12 @@ pub struct Config {
     /// 127.0.0.1:8089, no token, ready up to 60 s of lag).
     #[serde(default)]
     pub api: ApiConfig,
+    /// Debezium's transaction metadata topic (`[transaction_metadata]`). Default: off.
+    #[serde(default)]
+    pub transaction_metadata: TransactionMetadataConfig,
+    /// Debezium's heartbeat topic (`[heartbeat]`). Default: off.
+    #[serde(default)]
+    pub heartbeat: HeartbeatConfig,
 }
 
 impl Config {

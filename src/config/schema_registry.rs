@@ -184,24 +184,24 @@ const URL_EXAMPLES: &str = "an http:// or https:// URL of a Confluent-compatible
      API, e.g. \"http://127.0.0.1:8081\" (Confluent, Karapace) or \
      \"http://127.0.0.1:8080/apis/ccompat/v7\" (Apicurio)";
 
-/// Checks `[schema_registry]` against the rest of the configuration: `avro_route` is the
-/// index of the first route in force with `format = "avro"`.
+/// Checks `[schema_registry]` against the rest of the configuration: `avro_user` names the
+/// first setting that writes Avro (`route[<i>]`, `transaction_metadata`), if any.
 pub(super) fn validate(
     r: &SchemaRegistryConfig,
-    avro_route: Option<usize>,
+    avro_user: Option<&str>,
     problems: &mut Vec<Problem>,
 ) {
     let scheme = if r.is_configured() {
         check_url(r.url.trim(), problems)
     } else {
-        if let Some(i) = avro_route {
+        if let Some(who) = avro_user {
             problems.push(Problem::new(
                 "schema_registry.url",
-                format!("no schema registry URL, while route[{i}] has format = \"avro\""),
+                format!("no schema registry URL, while {who} has format = \"avro\""),
                 URL_EXAMPLES,
                 format!(
                     "set url in a [schema_registry] section (or SLUICE_SCHEMA_REGISTRY_URL), or \
-                     use format = \"json\" on route[{i}]"
+                     use format = \"json\" on {who}"
                 ),
             ));
         }

@@ -742,6 +742,8 @@ fn env_table_covers_every_scalar_field() {
     c.kafka.schema_history_topic = Some("_sluice_schema_history.shop".into());
     c.kafka.dlq_topic = Some("shop.dlq".into());
     c.snapshot.signal_table = Some("ops.sluice_signal".into());
+    c.transaction_metadata.topic = Some("shop.transaction".into());
+    c.heartbeat.topic = Some("__debezium-heartbeat.shop".into());
     c.kafka.security = Some(kafka_security::KafkaSecurity {
         mechanism: Some(kafka_security::SaslMechanism::Plain),
         ..Default::default()
@@ -759,6 +761,8 @@ fn env_table_covers_every_scalar_field() {
                     "snapshot",
                     "schema_registry",
                     "api",
+                    "transaction_metadata",
+                    "heartbeat",
                 ]
                 .contains(&key.as_str()) =>
             {
@@ -1995,4 +1999,89 @@ proptest! {
         let c = parse(&MINIMAL.replace("\"shop\"", &format!("{name:?}")));
         prop_assert!(c.is_ok(), "{:?}", c.err());
     }
+}
+
+#[test]
+fn transaction_metadata_is_off_by_default_and_configurable() {
+    let c = parse(MINIMAL).unwrap();
+    assert!(!c.transaction_metadata.enabled);
+    assert!(!c.needs_registry());
+    assert_eq!(c.transaction_topic(), format!("{}.transaction", c.name));
+    let c = parse(&with(
+        "[transaction_metadata]\nenabled = true\ntopic = \"shop.tx\"",
+    ))
+    .unwrap();
+    assert!(c.transaction_metadata.enabled);
+    assert_eq!(c.transaction_topic(), "shop.tx");
+    assert_eq!(c.transaction_metadata.format, Format::Json);
+    // The environment overrides the file, like every other field.
+    let c = Config::from_str_with_env(
+        &with("[transaction_metadata]\nenabled = false"),
+        env(&[
+            ("SLUICE_TRANSACTION_METADATA_ENABLED", "true"),
+            ("SLUICE_TRANSACTION_METADATA_FORMAT", "avro"),
+            (
+                "SLUICE_SCHEMA_REGISTRY_URL",
+                "http://127.0.0.1:8081/apis/ccompat/v7",
+            ),
+        ]),
+    )
+    .unwrap();
+    assert!(c.transaction_metadata.enabled);
+    assert_eq!(c.transaction_metadata.format, Format::Avro);
+    assert!(c.needs_registry());
+    assert!(err(&with("[transaction_metadata]\nenable = true")).contains("enable"));
+}
+
+#[test]
+fn avro_transaction_metadata_needs_a_schema_registry() {
+    let text = with("[transaction_metadata]\nenabled = true\nformat = \"avro\"");
+    let p = assert_problem(&text, "schema_registry.url");
+    assert!(p.found.contains("transaction_metadata"), "{p}");
+    // Disabled, its format asks for nothing.
+    let off = with("[transaction_metadata]\nenabled = false\nformat = \"avro\"");
+    assert!(parse(&off).is_ok());
+}
+
+#[test]
+fn the_transaction_topic_must_be_legal_and_its_own() {
+    let p = assert_problem(
+        &with("[transaction_metadata]\nenabled = true\ntopic = \"no spaces\""),
+        "transaction_metadata.topic",
+    );
+    assert!(p.found.contains("no spaces"), "{p}");
+    let c = parse(MINIMAL).unwrap();
+    let p = assert_problem(
+        &with(&format!(
+            "[transaction_metadata]\nenabled = true\ntopic = \"{}\"",
+            c.offsets_topic()
+        )),
+        "transaction_metadata.topic",
+    );
+    assert!(p.found.contains("kafka.offsets_topic"), "{p}");
+}
+
+#[test]
+fn heartbeats_are_off_by_default_and_paced_sensibly() {
+    let c = parse(MINIMAL).unwrap();
+    assert!(!c.heartbeat.enabled());
+    assert_eq!(
+        c.heartbeat_topic(),
+        format!("__debezium-heartbeat.{}", c.name)
+    );
+    let c = parse(&with("[heartbeat]\ninterval_ms = 5000")).unwrap();
+    assert!(c.heartbeat.enabled());
+    let p = assert_problem(
+        &with("[heartbeat]\ninterval_ms = 10"),
+        "heartbeat.interval_ms",
+    );
+    assert!(p.found == "10" && p.expected.contains("100"), "{p}");
+    let p = assert_problem(
+        &with("[heartbeat]\ninterval_ms = 1000\nformat = \"avro\""),
+        "schema_registry.url",
+    );
+    assert!(p.found.contains("heartbeat"), "{p}");
+    let c = Config::from_str_with_env(MINIMAL, env(&[("SLUICE_HEARTBEAT_INTERVAL_MS", "250")]))
+        .unwrap();
+    assert_eq!(c.heartbeat.interval_ms, 250);
 }

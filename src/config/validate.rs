@@ -11,7 +11,7 @@
 use super::commit::{default_commit_max_events, default_commit_max_ms, default_idle_offset_ms};
 use super::error::{push_if_zero, push_unless_pem_file};
 use super::snapshot::{default_chunk_size, default_max_window_changes};
-use super::{api, limits, route, schema_registry, shutdown, topics};
+use super::{api, heartbeat, limits, route, schema_registry, shutdown, topics};
 use super::{
     is_valid_pipeline_name, reserved_property, Config, ConfigError, Format, Problem, Router,
     SslMode,
@@ -48,12 +48,15 @@ impl Config {
         self.validate_commit(&mut problems);
         self.validate_snapshot(&mut problems);
         self.validate_routes(&mut problems);
-        let avro_route = self
+        let avro_user = self
             .effective_routes()
             .iter()
-            .position(|route| route.format == Format::Avro);
-        schema_registry::validate(&self.schema_registry, avro_route, &mut problems);
+            .position(|route| route.format == Format::Avro)
+            .map(|i| format!("route[{i}]"))
+            .or_else(|| self.avro_topic_setting().map(str::to_string));
+        schema_registry::validate(&self.schema_registry, avro_user.as_deref(), &mut problems);
         api::validate(&self.api, &mut problems);
+        heartbeat::validate(&self.heartbeat, &mut problems);
         let limits = limits::Limits {
             max_event_bytes: self.source.max_event_bytes,
             channel_max_bytes: self.source.channel_max_bytes,
@@ -255,6 +258,11 @@ impl Config {
             ("kafka.schema_changes_topic", k.schema_changes_topic.clone()),
             ("kafka.schema_history_topic", k.schema_history_topic.clone()),
             ("kafka.dlq_topic", k.dlq_topic.clone()),
+            (
+                "transaction_metadata.topic",
+                self.transaction_metadata.topic.clone(),
+            ),
+            ("heartbeat.topic", self.heartbeat.topic.clone()),
         ];
         let own_topics = own_topics
             .into_iter()

@@ -23,6 +23,7 @@
 pub(crate) mod claim;
 pub(crate) mod classify;
 mod counts;
+mod heartbeat;
 pub(crate) mod identity;
 pub(crate) mod login_watch;
 pub mod offsets;
@@ -38,6 +39,7 @@ mod shape;
 mod state;
 pub(crate) mod topics;
 pub(crate) mod txn;
+mod txn_metadata;
 pub(crate) mod txn_tag;
 pub(crate) mod unmarked;
 
@@ -195,6 +197,13 @@ struct Sink {
     /// The pipeline transaction of the last committed offset record; the open one is the
     /// next ([`unmarked`]).
     committed_txn: u64,
+    /// Debezium's transaction metadata records, when `[transaction_metadata]` is enabled.
+    txn_metadata: Option<txn_metadata::TxnMetadata>,
+    /// Debezium's heartbeat records, when `[heartbeat]` is enabled.
+    heartbeat: Option<heartbeat::Heartbeat>,
+    /// The checkpoint of the last commit, kept when heartbeats are on: an idle pipeline's
+    /// heartbeat commits with it again.
+    last_committed: Option<Checkpoint>,
 }
 
 impl Sink {
@@ -306,6 +315,14 @@ impl Sink {
             claim_from,
             retire: false,
             committed_txn,
+            txn_metadata: s
+                .transaction_metadata
+                .clone()
+                .map(|(topic, format)| txn_metadata::TxnMetadata::new(topic, format)),
+            heartbeat: s.heartbeat.clone().map(|(topic, interval, format)| {
+                heartbeat::Heartbeat::new(topic, interval, format, &s.name)
+            }),
+            last_committed: None,
             s,
         };
         Ok((sink, committed))
@@ -329,6 +346,15 @@ impl Sink {
 
     /// How long to wait for the next change before a time-based commit is due.
     fn next_wait(&self) -> Duration {
+        let wait = self.commit_wait();
+        match &self.heartbeat {
+            Some(hb) if !self.kafka_open => wait.min(hb.due_in().max(Duration::from_millis(1))),
+            _ => wait,
+        }
+    }
+
+    /// How long to wait for the next change before a commit is due by `[commit]`.
+    fn commit_wait(&self) -> Duration {
         let max = Duration::from_millis(self.s.commit_max_ms);
         if self.kafka_open && !self.source_open {
             return max
@@ -358,6 +384,9 @@ impl Sink {
             self.commit()?;
         } else if self.kafka_open && self.source_open {
             self.check_txn_age()?;
+        } else if self.heartbeat_wanted() {
+            self.begin()?;
+            self.commit()?;
         }
         Ok(())
     }
@@ -389,6 +418,9 @@ impl Sink {
                 self.source_open = true;
                 self.meta = meta;
                 self.order.begin();
+                if let Some(tm) = self.txn_metadata.as_mut() {
+                    tm.reset();
+                }
             }
             Change::Rows {
                 table,
@@ -421,6 +453,7 @@ impl Sink {
                 self.write_schema_event(&ev)?;
             }
             Change::Commit(cp) => {
+                self.txn_metadata_end(cp.ts_ms)?;
                 self.source_open = false;
                 self.report_read(&cp);
                 self.pending = Some(cp);
@@ -457,6 +490,7 @@ impl Sink {
         if dlq_reason.is_some() {
             self.topics.ensure_data_topic(&self.s.dlq_topic)?;
         }
+        self.txn_metadata_begin(kind)?;
         let (mut written, mut dead, mut bytes) = (0u64, 0u64, 0u64);
         for (i, row) in rows.iter().enumerate() {
             self.records.clear();
@@ -507,6 +541,7 @@ impl Sink {
                 }
                 self.kafka_records += 1;
             }
+            self.txn_metadata_count(&table.label);
         }
         self.counts
             .add_written(&table.label, counts::op_label(kind), written);
@@ -565,6 +600,10 @@ impl Sink {
             // Nothing reached a boundary yet; cannot happen with a closed source transaction.
             return Ok(());
         };
+        if self.heartbeat.is_some() {
+            self.last_committed = Some(cp.clone());
+        }
+        self.heartbeat_if_due()?;
         let ts_ms = cp.ts_ms;
         let mut rec = OffsetRecord::new(&self.s.name, cp.position, ts_ms);
         rec.xa_prepared = cp.xa_prepared;

@@ -13,6 +13,39 @@ use super::shape::{describe_shape_change, history_key};
 use super::Sink;
 
 impl Sink {
+    /// Registers the fixed Avro key and value schemas (`(schema, full name)`) of one of the
+    /// pipeline's further topics (`setting` names it in errors), inside the open Kafka
+    /// transaction, so no record citing an id commits before the registry accepted it.
+    pub(super) fn register_fixed(
+        &self,
+        setting: &str,
+        topic: &str,
+        key: (&str, &str),
+        value: (&str, &str),
+    ) -> Result<SchemaIds> {
+        let Some(registry) = &self.registry else {
+            return Err(Error::definite(format!(
+                "{setting}.format = \"avro\" but no [schema_registry] is configured; set \
+                 schema_registry.url"
+            )));
+        };
+        let deadline = Instant::now() + Duration::from_millis(self.s.transaction_timeout_ms / 3);
+        let register = |is_key: bool, (schema, name): (&str, &str)| {
+            let subject = registry.registry().subject_for(topic, is_key, name);
+            registry
+                .register_retrying(&subject, schema, deadline)
+                .map_err(|e| {
+                    e.context(format!(
+                        "registering the Avro schema of {setting} (subject `{subject}`)"
+                    ))
+                })
+        };
+        Ok(SchemaIds {
+            key: Some(register(true, key)?),
+            value: register(false, value)?,
+        })
+    }
+
     /// The registered schema ids of an Avro table version, registering its key and value
     /// schemas on first use — inside the open Kafka transaction, so no record citing an id
     /// commits before the registry accepted the schema. `Err(reason)`: the registry refused

@@ -506,4 +506,4 @@ fn write_value(out: &mut Vec<u8>, enc: &Enc, v: &Value) -> std::result::Result<(
 }
 
 #[cfg(test)]
-mod tests;
+pub(crate) mod tests;

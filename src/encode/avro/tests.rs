@@ -97,7 +97,7 @@ fn input<'a>(
 
 /// Strips and checks the wire-format header, then decodes with apache-avro; every byte must
 /// be used.
-fn decode(schema_json: &str, id: u32, bytes: &[u8]) -> AV {
+pub(crate) fn decode(schema_json: &str, id: u32, bytes: &[u8]) -> AV {
     let schema = Schema::parse_str(schema_json).unwrap();
     assert_eq!(bytes.first(), Some(&0), "magic byte");
     assert_eq!(bytes.get(1..5), Some(&id.to_be_bytes()[..]), "schema id");

@@ -1,0 +1,359 @@
+//! Debezium's further topics. Transaction metadata (`[transaction_metadata]`): every source
+//! transaction with rows gets exactly one `BEGIN` and one `END` record, written in the Kafka
+//! transaction of its rows — proved through SIGKILLs (with heartbeats on as well) by an
+//! independent `read_committed` consumer that matches each `END`'s counts against the data
+//! records carrying that transaction's id. Heartbeats (`[heartbeat]`): paced records on an
+//! idle source that leave the committed position where it was.
+
+mod support;
+
+use std::collections::{BTreeMap, HashMap};
+use std::time::Duration;
+
+use mysql_async::prelude::*;
+use rand::{Rng, SeedableRng};
+use serde_json::{json, Value};
+use support::*;
+
+const TXN_METADATA: &str = "\n[transaction_metadata]\nenabled = true\n";
+
+/// What the consumer saw of one transaction id on the metadata topic.
+#[derive(Debug, Default)]
+struct Framing {
+    begins: Vec<i64>,
+    ends: Vec<(i64, Value)>,
+}
+
+fn framing(recs: &[Rec]) -> BTreeMap<String, Framing> {
+    let mut by_id: BTreeMap<String, Framing> = BTreeMap::new();
+    for r in recs {
+        let v = r
+            .value
+            .as_ref()
+            .expect("no tombstones on the metadata topic");
+        let id = v["id"].as_str().expect("id").to_string();
+        assert_eq!(r.key, Some(json!({ "id": id })), "key of {v}");
+        assert!(v["ts_ms"].as_i64().is_some_and(|t| t > 0), "ts_ms of {v}");
+        let f = by_id.entry(id).or_default();
+        match v["status"].as_str() {
+            Some("BEGIN") => {
+                assert_eq!(v["event_count"], Value::Null, "{v}");
+                assert_eq!(v["data_collections"], Value::Null, "{v}");
+                f.begins.push(r.offset);
+            }
+            Some("END") => f.ends.push((r.offset, v.clone())),
+            other => panic!("status {other:?} in {v}"),
+        }
+    }
+    by_id
+}
+
+/// Data envelopes (not tombstones) per transaction id and table.
+type Events = HashMap<String, BTreeMap<String, u64>>;
+
+fn events(recs: &[Rec]) -> Events {
+    let mut out: Events = HashMap::new();
+    for r in recs {
+        let Some(v) = &r.value else { continue };
+        let id = v["transaction"]["id"].as_str().expect("transaction.id");
+        let table = format!(
+            "{}.{}",
+            v["source"]["db"].as_str().unwrap(),
+            v["source"]["table"].as_str().unwrap()
+        );
+        *out.entry(id.to_string())
+            .or_default()
+            .entry(table)
+            .or_default() += 1;
+    }
+    out
+}
+
+/// Every transaction id in the data has one BEGIN and one END (BEGIN first), the END's counts
+/// are the data's, and the metadata names no transaction the data lacks.
+fn check_framing(meta: &[Rec], data: &[Rec]) -> usize {
+    let framed = framing(meta);
+    let events = events(data);
+    for (id, tables) in &events {
+        let f = framed
+            .get(id)
+            .unwrap_or_else(|| panic!("transaction {id} has rows but no BEGIN/END"));
+        assert_eq!(f.begins.len(), 1, "BEGIN records of {id}: {f:?}");
+        assert_eq!(f.ends.len(), 1, "END records of {id}: {f:?}");
+        let (end_at, end) = &f.ends[0];
+        assert!(f.begins[0] < *end_at, "BEGIN after END for {id}");
+        let total: u64 = tables.values().sum();
+        assert_eq!(
+            end["event_count"],
+            json!(total),
+            "event_count of {id}: {end}"
+        );
+        let listed: BTreeMap<String, u64> = end["data_collections"]
+            .as_array()
+            .expect("data_collections")
+            .iter()
+            .map(|c| {
+                (
+                    c["data_collection"].as_str().unwrap().to_string(),
+                    c["event_count"].as_u64().unwrap(),
+                )
+            })
+            .collect();
+        assert_eq!(&listed, tables, "data_collections of {id}: {end}");
+    }
+    let extra: Vec<&String> = framed
+        .keys()
+        .filter(|id| !events.contains_key(*id))
+        .collect();
+    assert!(extra.is_empty(), "BEGIN/END without rows: {extra:?}");
+    events.len()
+}
+
+/// One source transaction of the workload: inserts into both tables, an update, a key change
+/// or a delete, chosen at random.
+async fn random_txn(c: &mut mysql_async::Conn, db: &str, rng: &mut impl Rng, next: &mut i64) {
+    let mut t = c
+        .start_transaction(Default::default())
+        .await
+        .expect("begin");
+    let k = rng.random_range(1..=*next);
+    match rng.random_range(0..4) {
+        0 => {
+            *next += 1;
+            let n = *next;
+            t.query_drop(format!("INSERT INTO {db}.a VALUES ({n}, 0)"))
+                .await
+                .expect("insert a");
+            t.query_drop(format!("INSERT INTO {db}.b VALUES ({n}, 'x')"))
+                .await
+                .expect("insert b");
+        }
+        1 => t
+            .query_drop(format!(
+                "UPDATE {db}.a SET v = v + 1 WHERE id <= {k} LIMIT 3"
+            ))
+            .await
+            .expect("update"),
+        // A key change: delete + create in the data, two events.
+        2 => {
+            let top: Option<i64> = t
+                .query_first(format!("SELECT MAX(id) FROM {db}.a WHERE id < 1000000"))
+                .await
+                .expect("max")
+                .flatten();
+            if let Some(top) = top {
+                t.query_drop(format!(
+                    "UPDATE {db}.a SET id = id + 1000000 WHERE id = {top}"
+                ))
+                .await
+                .expect("key change");
+            }
+        }
+        _ => t
+            .query_drop(format!("DELETE FROM {db}.b WHERE id = {k}"))
+            .await
+            .expect("delete"),
+    }
+    // Every transaction changes at least one row, so each has rows in the data.
+    t.query_drop(format!(
+        "UPDATE {db}.b SET s = IF(s = 'y', 'z', 'y') WHERE id = 0"
+    ))
+    .await
+    .expect("touch");
+    t.commit().await.expect("commit");
+}
+
+async fn every_transaction_is_framed_once_through_kills(flavor: Flavor) {
+    let p = Pipeline::new(
+        flavor,
+        "txmeta",
+        &format!("{TXN_METADATA}\n[heartbeat]\ninterval_ms = 200\n"),
+    );
+    let db = p.db.clone();
+    let (mut c, mut child) = p
+        .start_with(&[
+            ("a", "(id INT PRIMARY KEY, v INT NOT NULL)"),
+            ("b", "(id INT PRIMARY KEY, s VARCHAR(10) NOT NULL)"),
+        ])
+        .await;
+    exec(
+        &mut c,
+        &[
+            &format!("INSERT INTO {db}.a VALUES (1, 0)"),
+            &format!("INSERT INTO {db}.b VALUES (0, 'x'), (1, 'x')"),
+        ],
+    )
+    .await;
+    let txns = env_usize("SLUICE_TEST_TXMETA_TXNS", 400);
+    let seed: u64 = rand::random();
+    eprintln!("[{}] {txns} transactions, seed {seed}", flavor.name);
+    let port = flavor.port;
+    let db2 = db.clone();
+    let workload = tokio::spawn(async move {
+        let mut c = root(port).await;
+        let mut rng = rand::rngs::StdRng::seed_from_u64(seed);
+        let mut next = 1i64;
+        for _ in 0..txns {
+            random_txn(&mut c, &db2, &mut rng, &mut next).await;
+        }
+    });
+    let mut rng = rand::rngs::StdRng::seed_from_u64(seed ^ 1);
+    for _ in 0..3 {
+        tokio::time::sleep(Duration::from_millis(rng.random_range(300..1200))).await;
+        child.kill().expect("kill -9");
+        let _ = child.wait();
+        child = p.spawn();
+    }
+    workload.await.expect("workload");
+    // The 2 set-up statements and every workload transaction, each with rows.
+    let want_txns = 2 + txns;
+    let meta_topic = format!("{}.transaction", p.name);
+    let meta = consume(
+        std::slice::from_ref(&meta_topic),
+        "read_committed",
+        2 * want_txns,
+        Duration::from_secs(3),
+        Duration::from_secs(180),
+    );
+    terminate(&mut child);
+    let data = consume(
+        &[p.topic("a"), p.topic("b")],
+        "read_committed",
+        usize::MAX,
+        Duration::from_secs(3),
+        Duration::from_secs(180),
+    );
+    let framed = check_framing(&meta, &data);
+    assert_eq!(
+        framed,
+        want_txns,
+        "transactions with rows; log:\n{}",
+        p.log()
+    );
+    assert_eq!(meta.len(), 2 * want_txns, "BEGIN + END per transaction");
+    eprintln!(
+        "[{}] {framed} transactions, {} data records, {} metadata records: each framed once",
+        flavor.name,
+        data.len(),
+        meta.len()
+    );
+}
+
+/// Avro records on the metadata topic decode with the registered schemas (Confluent's own
+/// client), and say what the JSON ones say.
+async fn avro_records_decode_with_confluents_client(flavor: Flavor) {
+    let p = Pipeline::new(
+        flavor,
+        "txmeta_avro",
+        &format!(
+            "{TXN_METADATA}format = \"avro\"\n\n[schema_registry]\nurl = \"{}\"\n",
+            registry_url()
+        ),
+    );
+    let db = p.db.clone();
+    let (mut c, mut child) = p
+        .start_with(&[
+            ("a", "(id INT PRIMARY KEY, v INT)"),
+            ("b", "(id INT PRIMARY KEY)"),
+        ])
+        .await;
+    let mut t = c.start_transaction(Default::default()).await.unwrap();
+    t.query_drop(format!("INSERT INTO {db}.a VALUES (1, 1), (2, 2)"))
+        .await
+        .unwrap();
+    t.query_drop(format!("INSERT INTO {db}.b VALUES (1)"))
+        .await
+        .unwrap();
+    t.commit().await.unwrap();
+    let recs = avro_consume(&format!("{}.transaction", p.name), 2);
+    terminate(&mut child);
+    assert_eq!(recs.len(), 2, "{recs:?}");
+    let (begin, end) = (&recs[0]["value"], &recs[1]["value"]);
+    let id = begin["id"].as_str().expect("id");
+    assert_eq!(recs[0]["key"], json!({ "id": id }));
+    assert_eq!(begin["status"], "BEGIN");
+    assert_eq!(end["status"], "END");
+    assert_eq!(end["id"], begin["id"]);
+    assert_eq!(end["event_count"], 3, "{end}");
+    let tables: Vec<(String, i64)> = end["data_collections"]
+        .as_array()
+        .expect("data_collections")
+        .iter()
+        .map(|c| {
+            (
+                c["data_collection"].as_str().unwrap().to_string(),
+                c["event_count"].as_i64().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(tables, [(format!("{db}.a"), 2), (format!("{db}.b"), 1)]);
+}
+
+/// On an idle pipeline, heartbeats arrive at their interval (not faster), keyed by the
+/// pipeline, and the committed position never goes back (other tests share the server, so it
+/// may move on with their binlog).
+async fn heartbeats_pace_an_idle_pipeline_and_keep_its_position(flavor: Flavor) {
+    let p = Pipeline::new(flavor, "heartbeat", "\n[heartbeat]\ninterval_ms = 300\n");
+    let db = p.db.clone();
+    let (mut c, mut child) = p.start_with(&[("a", "(id INT PRIMARY KEY)")]).await;
+    exec(&mut c, &[&format!("INSERT INTO {db}.a VALUES (1)")]).await;
+    let topic = format!("__debezium-heartbeat.{}", p.name);
+    // A first heartbeat proves the pipeline streams; then an idle stretch.
+    consume(
+        std::slice::from_ref(&topic),
+        "read_committed",
+        1,
+        Duration::ZERO,
+        Duration::from_secs(60),
+    );
+    let (code, before) = p.command(&["offsets", "show"]);
+    assert_eq!(code, 0, "{before}");
+    let idle = Duration::from_secs(4);
+    tokio::time::sleep(idle).await;
+    let (code, after) = p.command(&["offsets", "show"]);
+    assert_eq!(code, 0, "{after}");
+    terminate(&mut child);
+    let beats = consume(
+        std::slice::from_ref(&topic),
+        "read_committed",
+        usize::MAX,
+        Duration::from_secs(2),
+        Duration::from_secs(30),
+    );
+    let position = |text: &str| -> String {
+        let v: Value = serde_json::from_str(text).unwrap_or_else(|e| panic!("{e}: {text}"));
+        v["position"][flavor.gtid_key()]
+            .as_str()
+            .unwrap_or_else(|| panic!("no GTID position in {text}"))
+            .to_string()
+    };
+    assert!(
+        flavor.gtid_contains(&position(&after), &position(&before)),
+        "the committed position went back: {before} then {after}"
+    );
+    let ts: Vec<i64> = beats
+        .iter()
+        .map(|r| {
+            assert_eq!(r.key, Some(json!({ "serverName": p.name })));
+            r.value.as_ref().expect("value")["ts_ms"]
+                .as_i64()
+                .expect("ts_ms")
+        })
+        .collect();
+    // 4 s idle at 300 ms: about 13, never much faster than the interval.
+    assert!(ts.len() >= 8, "{} heartbeats in {idle:?}: {ts:?}", ts.len());
+    for w in ts.windows(2) {
+        assert!(
+            w[1] - w[0] >= 250,
+            "heartbeats {} ms apart: {ts:?}",
+            w[1] - w[0]
+        );
+    }
+    eprintln!("[{}] {} heartbeats in {idle:?}", flavor.name, ts.len());
+}
+
+per_flavor!(
+    every_transaction_is_framed_once_through_kills,
+    avro_records_decode_with_confluents_client,
+    heartbeats_pace_an_idle_pipeline_and_keep_its_position,
+);
