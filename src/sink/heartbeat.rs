@@ -16,7 +16,6 @@ use crate::config::Format;
 use crate::encode::avro::{put_header, put_long, put_str, SchemaIds};
 use crate::encode::json::Record;
 use crate::encode::json_value::write_json_string;
-use crate::error::Result;
 
 /// The key schema (Debezium's `io.debezium.connector.common.ServerNameKey`, as Confluent's
 /// `AvroConverter` writes it).
@@ -121,54 +120,6 @@ impl Heartbeat {
                 }
             }
         }
-    }
-}
-
-// The sink's side: the heartbeat in the Kafka transaction being committed.
-
-impl super::Sink {
-    /// Writes a heartbeat into the open Kafka transaction if one is due (before its offset
-    /// record).
-    pub(super) fn heartbeat_if_due(&mut self) -> Result<()> {
-        let Some(hb) = self.heartbeat.as_ref().filter(|hb| hb.due()) else {
-            return Ok(());
-        };
-        if hb.needs_ids() {
-            let topic = hb.topic.clone();
-            let ids = self.register_fixed(
-                "heartbeat",
-                &topic,
-                (KEY_SCHEMA, KEY_NAME),
-                (VALUE_SCHEMA, VALUE_NAME),
-            )?;
-            if let Some(hb) = self.heartbeat.as_mut() {
-                hb.set_ids(ids);
-            }
-        }
-        let Some(hb) = self.heartbeat.as_mut() else {
-            return Ok(());
-        };
-        let rec = hb.beat(crate::model::clock::now_ms());
-        let topic = hb.topic.clone();
-        self.topics.ensure_ordered_topic(&topic)?;
-        self.producer
-            .send(&topic, rec.key.as_deref(), rec.value.as_deref())
-            .map_err(|e| e.context(format!("writing the heartbeat topic {topic}")))?;
-        self.kafka_records += 1;
-        Ok(())
-    }
-
-    /// On an idle pipeline (no Kafka transaction open), whether a heartbeat is due; if so the
-    /// checkpoint to commit it with is pending (the last committed one again when nothing
-    /// newer is).
-    pub(super) fn heartbeat_wanted(&mut self) -> bool {
-        if self.kafka_open || !self.heartbeat.as_ref().is_some_and(Heartbeat::due) {
-            return false;
-        }
-        if self.pending.is_none() {
-            self.pending = self.last_committed.clone();
-        }
-        self.pending.is_some()
     }
 }
 

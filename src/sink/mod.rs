@@ -23,6 +23,7 @@
 pub(crate) mod claim;
 pub(crate) mod classify;
 mod counts;
+mod further_topics;
 mod heartbeat;
 pub(crate) mod identity;
 pub(crate) mod login_watch;

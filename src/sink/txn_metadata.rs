@@ -28,8 +28,6 @@ use crate::config::Format;
 use crate::encode::avro::{put_header, put_long, put_str, SchemaIds};
 use crate::encode::json::Record;
 use crate::encode::json_value::write_json_string;
-use crate::error::Result;
-use crate::model::RowsKind;
 
 /// The key schema (Debezium's `io.debezium.connector.common.TransactionMetadataKey`, as
 /// Confluent's `AvroConverter` writes it).
@@ -221,80 +219,6 @@ fn avro_record(id: &str, end: Option<&Open>, ts_ms: u64, ids: SchemaIds) -> Reco
     Record {
         key: Some(key),
         value: Some(value),
-    }
-}
-
-// The sink's side: writing the records into the open Kafka transaction.
-
-impl super::Sink {
-    /// Before the first event of the open source transaction: its `BEGIN` record (Avro
-    /// schemas registered first). Snapshot reads get none.
-    pub(super) fn txn_metadata_begin(&mut self, kind: RowsKind) -> Result<()> {
-        if kind == RowsKind::Read || self.txn_metadata.as_ref().is_none_or(TxnMetadata::started) {
-            return Ok(());
-        }
-        self.register_txn_metadata()?;
-        let ts_ms = u64::from(self.meta.ts_sec) * 1000;
-        let id = self.meta.id();
-        let Some(tm) = self.txn_metadata.as_mut() else {
-            return Ok(());
-        };
-        let rec = tm.begin(id, ts_ms);
-        self.send_txn_metadata(&rec)
-    }
-
-    /// Counts the envelopes (not the tombstones) of one row change of table `label`.
-    pub(super) fn txn_metadata_count(&mut self, label: &str) {
-        if let Some(tm) = self.txn_metadata.as_mut() {
-            let events = self.records.iter().filter(|r| r.value.is_some()).count();
-            tm.count(label, events as u64);
-        }
-    }
-
-    /// At the source commit: the `END` record of the transaction, if it had events.
-    pub(super) fn txn_metadata_end(&mut self, ts_ms: u64) -> Result<()> {
-        let Some(rec) = self.txn_metadata.as_mut().and_then(|tm| tm.end(ts_ms)) else {
-            return Ok(());
-        };
-        self.send_txn_metadata(&rec)
-    }
-
-    fn send_txn_metadata(&mut self, rec: &Record) -> Result<()> {
-        let Some(tm) = self.txn_metadata.as_ref() else {
-            return Ok(());
-        };
-        self.topics.ensure_ordered_topic(&tm.topic)?;
-        self.producer
-            .send(&tm.topic, rec.key.as_deref(), rec.value.as_deref())
-            .map_err(|e| {
-                e.context(format!(
-                    "writing the transaction metadata topic {}",
-                    tm.topic
-                ))
-            })?;
-        self.kafka_records += 1;
-        self.counts.bytes +=
-            (rec.key.as_ref().map_or(0, Vec::len) + rec.value.as_ref().map_or(0, Vec::len)) as u64;
-        Ok(())
-    }
-
-    /// Registers the Avro key and value schemas of the records once (see
-    /// [`super::Sink::register_fixed`]).
-    fn register_txn_metadata(&mut self) -> Result<()> {
-        let Some(tm) = self.txn_metadata.as_ref().filter(|tm| tm.needs_ids()) else {
-            return Ok(());
-        };
-        let topic = tm.topic.clone();
-        let ids = self.register_fixed(
-            "transaction_metadata",
-            &topic,
-            (KEY_SCHEMA, KEY_NAME),
-            (VALUE_SCHEMA, VALUE_NAME),
-        )?;
-        if let Some(tm) = self.txn_metadata.as_mut() {
-            tm.set_ids(ids);
-        }
-        Ok(())
     }
 }
 
