@@ -180,7 +180,7 @@ async fn debezium_json_output_passes_the_checker(flavor: Flavor) {
     loop {
         connector.assert_not_failed().await;
         let got = consume_raw(
-            &[topic.clone()],
+            std::slice::from_ref(&topic),
             "read_committed",
             3,
             Duration::ZERO,
