@@ -5,7 +5,7 @@
 #                               (runs `apt-get update` once, and only then)
 #   ensure_build_deps           cmake, libssl-dev, pkg-config (+ compiler) for
 #                               building the rdkafka crate
-#   ensure_service_deps         mariadb-server, mariadb-client, kcat, curl, Java, Maven,
+#   ensure_service_deps         mariadb-server, mariadb-client, kcat, curl, Java (JDK), Maven,
 #                               Python 3 with venv
 #   apt_fetch_deb PKG DIR       download PKG's candidate .deb into DIR without installing
 #                               it (for `dpkg -x`); prints the file's path
@@ -65,6 +65,8 @@ ensure_build_deps() {
 ensure_service_deps() {
     local pkgs=(mariadb-server mariadb-client kcat curl)
     command -v java >/dev/null 2>&1 || pkgs+=(openjdk-17-jre-headless)
+    # javac: the test bed compiles scripts/lib/connect-json-check against Kafka's jars.
+    command -v javac >/dev/null 2>&1 || pkgs+=(openjdk-17-jdk-headless)
     command -v python3 >/dev/null 2>&1 || pkgs+=(python3 python3-venv)
     command -v mvn >/dev/null 2>&1 || pkgs+=(maven)
     ensure_apt_packages "${pkgs[@]}"

@@ -1,11 +1,12 @@
 //! Helpers for integration tests against the real services started by `scripts/services`:
 //! MariaDB on 127.0.0.1:3306 and MySQL 9.7 on 127.0.0.1:3307 (scratch instances on 3316 / 3317,
-//! GTID replicas on 3326 / 3327), Kafka on 127.0.0.1:9092.
+//! GTID replicas on 3326 / 3327), Kafka on 127.0.0.1:9092, Kafka Connect on 127.0.0.1:8083.
 //!
 //! Each test works in its own database, pipeline name, offsets topic and topic prefix, so tests
 //! run in parallel without seeing each other's data.
 #![allow(dead_code)]
 
+pub mod connect;
 pub mod crash;
 pub mod forward;
 pub mod kafka_proxy;
