@@ -73,15 +73,16 @@ impl ConnectSchemas {
         s.push(',');
         source_struct(&mut s, connector);
         s.push_str(concat!(
-            r#",{"type":"string","optional":false,"field":"op"}"#,
-            r#",{"type":"int64","optional":true,"field":"ts_ms"}"#,
-            r#",{"type":"int64","optional":true,"field":"ts_us"}"#,
-            r#",{"type":"int64","optional":true,"field":"ts_ns"}"#,
+            // Debezium 3.5's connectors define `transaction` right after `source`.
             r#",{"type":"struct","fields":["#,
             r#"{"type":"string","optional":false,"field":"id"},"#,
             r#"{"type":"int64","optional":false,"field":"total_order"},"#,
             r#"{"type":"int64","optional":false,"field":"data_collection_order"}"#,
             r#"],"optional":true,"name":"event.block","version":1,"field":"transaction"}"#,
+            r#",{"type":"string","optional":false,"field":"op"}"#,
+            r#",{"type":"int64","optional":true,"field":"ts_ms"}"#,
+            r#",{"type":"int64","optional":true,"field":"ts_us"}"#,
+            r#",{"type":"int64","optional":true,"field":"ts_ns"}"#,
             r#"],"optional":false,"name":"#
         ));
         push_json_str(&mut s, &format!("{topic}.Envelope"));
@@ -317,11 +318,11 @@ mod tests {
                 "before",
                 "after",
                 "source",
+                "transaction",
                 "op",
                 "ts_ms",
                 "ts_us",
-                "ts_ns",
-                "transaction"
+                "ts_ns"
             ]
         );
         let before = field(&env, "before");
