@@ -69,6 +69,39 @@ fn events(recs: &[Rec]) -> Events {
     out
 }
 
+/// The `total_order`s of each transaction are exactly 1..=its events and each table's
+/// `data_collection_order`s exactly 1..=its events there: no two events of a transaction
+/// share a number (a key change's delete and create are two events), none is skipped.
+fn check_orders(data: &[Rec]) {
+    let mut total: HashMap<String, Vec<u64>> = HashMap::new();
+    let mut per_table: HashMap<(String, String), Vec<u64>> = HashMap::new();
+    for r in data {
+        let Some(v) = &r.value else { continue };
+        let t = &v["transaction"];
+        let id = t["id"].as_str().expect("transaction.id").to_string();
+        let table = v["source"]["table"].as_str().unwrap().to_string();
+        total
+            .entry(id.clone())
+            .or_default()
+            .push(t["total_order"].as_u64().expect("total_order"));
+        per_table.entry((id, table)).or_default().push(
+            t["data_collection_order"]
+                .as_u64()
+                .expect("data_collection_order"),
+        );
+    }
+    for (id, mut orders) in total {
+        orders.sort_unstable();
+        let want: Vec<u64> = (1..=orders.len() as u64).collect();
+        assert_eq!(orders, want, "total_order of transaction {id}");
+    }
+    for ((id, table), mut orders) in per_table {
+        orders.sort_unstable();
+        let want: Vec<u64> = (1..=orders.len() as u64).collect();
+        assert_eq!(orders, want, "data_collection_order of {table} in {id}");
+    }
+}
+
 /// Every transaction id in the data has one BEGIN and one END (BEGIN first), the END's counts
 /// are the data's, and the metadata names no transaction the data lacks.
 fn check_framing(meta: &[Rec], data: &[Rec]) -> usize {
@@ -224,6 +257,7 @@ async fn every_transaction_is_framed_once_through_kills(flavor: Flavor) {
         Duration::from_secs(180),
     );
     let framed = check_framing(&meta, &data);
+    check_orders(&data);
     assert_eq!(
         framed,
         want_txns,

@@ -158,6 +158,30 @@ async fn changes_arrive_exactly_once_in_order_with_debezium_shape(flavor: Flavor
     assert_eq!(ov["after"]["amount"], json!("99.9900"), "[{name}]");
     assert_eq!(order.key, Some(json!({"id": 10})), "[{name}]");
 
+    // The key change (autocommit, one source transaction): its delete and create are the
+    // transaction's events 1 and 2, as Debezium numbers them.
+    let orders_of = |i: usize| {
+        let t = &cust[i].value.as_ref().unwrap()["transaction"];
+        (
+            t["id"].clone(),
+            t["total_order"].clone(),
+            t["data_collection_order"].clone(),
+        )
+    };
+    let (del_id, del_total, del_table) = orders_of(5);
+    let (cre_id, cre_total, cre_table) = orders_of(7);
+    assert_eq!(del_id, cre_id, "[{name}] one transaction");
+    assert_eq!(
+        (del_total, del_table),
+        (json!(1), json!(1)),
+        "[{name}] key change delete"
+    );
+    assert_eq!(
+        (cre_total, cre_table),
+        (json!(2), json!(2)),
+        "[{name}] key change create"
+    );
+
     // A table without a primary key: null key.
     let nopk = &by[&p.topic("skipped_nopk")];
     assert_eq!(nopk.len(), 1, "[{name}]");

@@ -7,6 +7,10 @@
 //! | update     | (key, `u` envelope) when the key is unchanged or the table has no key     |
 //! | key change | (old key, `d`), (old key, tombstone) if asked, (new key, `c`)             |
 //!
+//! A change's [`RowPos`] orders are those of its first event; a key change's create is the
+//! next event of its transaction and its table (orders + 1), as Debezium numbers them. The
+//! caller advances its counts by the number of envelopes (tombstones are not events).
+//!
 //! "Key change" compares the encoded key bytes, i.e. what consumers see. The format-specific
 //! part (how a key and an envelope are written) is an [`EnvelopeWriter`]; [`encode_change`]
 //! is the one place that decides which records a change becomes, so formats cannot drift.
@@ -126,7 +130,7 @@ pub fn encode_change<W: EnvelopeWriter>(
         row_pos,
     } = *change;
     let ts_ms = crate::model::clock::now_ms();
-    let envelope = |op, before, after| Envelope {
+    let envelope_at = |op, before, after, row_pos| Envelope {
         table,
         meta,
         op,
@@ -135,6 +139,7 @@ pub fn encode_change<W: EnvelopeWriter>(
         row_pos,
         ts_ms,
     };
+    let envelope = |op, before, after| envelope_at(op, before, after, row_pos);
     match kind {
         RowsKind::Insert | RowsKind::Read => {
             let after = row.after.as_deref();
@@ -172,7 +177,12 @@ pub fn encode_change<W: EnvelopeWriter>(
             let new_key = w.key(table, after)?;
             if old_key != new_key && !table.key_idx.is_empty() {
                 let delete = w.envelope(&envelope(Op::Delete, before, None))?;
-                let create = w.envelope(&envelope(Op::Create, None, after))?;
+                let create_pos = RowPos {
+                    total_order: row_pos.total_order + 1,
+                    data_collection_order: row_pos.data_collection_order + 1,
+                    ..row_pos
+                };
+                let create = w.envelope(&envelope_at(Op::Create, None, after, create_pos))?;
                 if table.route.tombstones {
                     out.push(Record {
                         key: old_key.clone(),

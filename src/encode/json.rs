@@ -333,7 +333,9 @@ mod tests {
             after: Some(row(2, "Ann")),
         };
         let d = doc("d", json!({"id": 1, "name": "Ann"}), J::Null);
-        let c = doc("c", J::Null, json!({"id": 2, "name": "Ann"}));
+        // The create is the next event of the transaction and of the table.
+        let mut c = doc("c", J::Null, json!({"id": 2, "name": "Ann"}));
+        c["transaction"] = json!({"id": "0-1-42", "total_order": 4, "data_collection_order": 2});
         assert_eq!(
             run(&table(vec![0], true), RowsKind::Update, image.clone()),
             vec![

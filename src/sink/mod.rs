@@ -495,7 +495,7 @@ impl Sink {
         let (mut written, mut dead, mut bytes) = (0u64, 0u64, 0u64);
         for (i, row) in rows.iter().enumerate() {
             self.records.clear();
-            let order = self.order.next(&table.label);
+            let order = self.order.upcoming(&table.label);
             let at = |e: Error| {
                 e.context(format!(
                     "writing {}.{} (binlog {}:{pos})",
@@ -542,6 +542,8 @@ impl Sink {
                 }
                 self.kafka_records += 1;
             }
+            let events = self.records.iter().filter(|r| r.value.is_some()).count();
+            self.order.advance(&table.label, events as u64);
             self.txn_metadata_count(&table.label);
         }
         self.counts
