@@ -142,7 +142,7 @@ fn meta() -> TxnMeta {
         gtid: Some("3e11fa47-71ca-11e1-9e33-c80aa9429562:23".into()),
         file: "mysql-bin.000003".into(),
         pos: 100,
-        ts_sec: 1_709_288_430,
+        ts_us: 1_709_288_430_123_456,
         server_id: 7,
         thread: Some(17),
         connector: "mysql",
@@ -212,7 +212,8 @@ fn generic(kind: &ColumnKind, nullable: bool, v: &Value) -> AV {
 }
 
 /// Key and envelope as generic values.
-fn generic_records(t: &TableCtx, m: &TxnMeta, row: &[Value], ts_ms: u64) -> (AV, AV) {
+/// The records apache-avro's generic writer makes of `row`, processed at `ts_ns`.
+fn generic_records(t: &TableCtx, m: &TxnMeta, row: &[Value], ts_ns: u64) -> (AV, AV) {
     let cols = &t.schema.columns;
     let after: Vec<(String, AV)> = cols
         .iter()
@@ -231,9 +232,12 @@ fn generic_records(t: &TableCtx, m: &TxnMeta, row: &[Value], ts_ms: u64) -> (AV,
         ),
         ("connector".into(), AV::String(m.connector.into())),
         ("name".into(), AV::String("shop".into())),
-        ("ts_ms".into(), AV::Long(i64::from(m.ts_sec) * 1000)),
+        ("ts_ms".into(), AV::Long((m.ts_us / 1000) as i64)),
         ("snapshot".into(), AV::String("false".into())),
         ("db".into(), AV::String(t.schema.db.clone())),
+        ("sequence".into(), AV::Union(0, Box::new(AV::Null))),
+        ("ts_us".into(), some(AV::Long(m.ts_us as i64))),
+        ("ts_ns".into(), some(AV::Long(m.ts_us as i64 * 1000))),
         ("table".into(), AV::String(t.schema.table.clone())),
         ("server_id".into(), AV::Long(i64::from(m.server_id))),
         (
@@ -250,8 +254,6 @@ fn generic_records(t: &TableCtx, m: &TxnMeta, row: &[Value], ts_ms: u64) -> (AV,
         ("before".into(), AV::Union(0, Box::new(AV::Null))),
         ("after".into(), some(AV::Record(after))),
         ("source".into(), source),
-        ("op".into(), AV::String("c".into())),
-        ("ts_ms".into(), some(AV::Long(ts_ms as i64))),
         (
             "transaction".into(),
             some(AV::Record(vec![
@@ -260,6 +262,10 @@ fn generic_records(t: &TableCtx, m: &TxnMeta, row: &[Value], ts_ms: u64) -> (AV,
                 ("data_collection_order".into(), AV::Long(1)),
             ])),
         ),
+        ("op".into(), AV::String("c".into())),
+        ("ts_ms".into(), some(AV::Long((ts_ns / 1_000_000) as i64))),
+        ("ts_us".into(), some(AV::Long((ts_ns / 1000) as i64))),
+        ("ts_ns".into(), some(AV::Long(ts_ns as i64))),
     ]);
     (key, value)
 }
@@ -314,7 +320,7 @@ fn bench(c: &mut Criterion) {
     let value_schema = Schema::parse_str(&doc.value.schema_json).expect("value schema");
     // The generic path must write exactly what the hand-written encoder writes.
     {
-        let ts = 1_709_288_430_123;
+        let ts = 1_709_288_430_123_456_789;
         let row = rows[1].after.as_deref().expect("row");
         let (k, v) = generic_records(&avro_t, &m, row, ts);
         #[allow(deprecated)]
@@ -338,7 +344,7 @@ fn bench(c: &mut Criterion) {
                     before: None,
                     after: Some(row),
                     row_pos: rp,
-                    ts_ms: ts,
+                    ts: sluice::encode::envelope::EventTime { ns: ts },
                 },
             )
             .expect("envelope");
@@ -358,7 +364,7 @@ fn bench(c: &mut Criterion) {
         b.iter(|| {
             let row = rows[i % rows.len()].after.as_deref().expect("row");
             i += 1;
-            let (k, v) = generic_records(&avro_t, &m, row, 1_709_288_430_123);
+            let (k, v) = generic_records(&avro_t, &m, row, 1_709_288_430_123_456_789);
             #[allow(deprecated)]
             let key = framed(1, apache_avro::to_avro_datum(&key_schema, k).expect("key"));
             #[allow(deprecated)]
@@ -380,7 +386,7 @@ fn bench(c: &mut Criterion) {
         b.iter(|| {
             let row = rows[i % rows.len()].after.as_deref().expect("row");
             i += 1;
-            let (k, v) = generic_records(&avro_t, &m, row, 1_709_288_430_123);
+            let (k, v) = generic_records(&avro_t, &m, row, 1_709_288_430_123_456_789);
             let key = framed(1, key_writer.write_value_to_vec(k).expect("key"));
             let value = framed(2, value_writer.write_value_to_vec(v).expect("value"));
             std::hint::black_box((key, value));

@@ -3,7 +3,8 @@
 //! transaction of its rows — proved through SIGKILLs (with heartbeats on as well) by an
 //! independent `read_committed` consumer that matches each `END`'s counts against the data
 //! records carrying that transaction's id. Heartbeats (`[heartbeat]`): paced records on an
-//! idle source that leave the committed position where it was.
+//! idle source that leave the committed position where it was. And the envelope's three
+//! resolutions of source and processing time (Debezium 3's `ts_ms`/`ts_us`/`ts_ns`).
 
 mod support;
 
@@ -386,7 +387,82 @@ async fn heartbeats_pace_an_idle_pipeline_and_keep_its_position(flavor: Flavor) 
     eprintln!("[{}] {} heartbeats in {idle:?}", flavor.name, ts.len());
 }
 
+fn now_us() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .expect("clock after 1970")
+        .as_micros() as i64
+}
+
+/// The envelope's times, read as a consumer would: `source.ts_ms`/`ts_us`/`ts_ns` are the
+/// source commit time (on MySQL the GTID event's microsecond `original_commit_timestamp`, so
+/// `ts_ms` has milliseconds; on MariaDB the event header's whole seconds), the top-level
+/// `ts_ms`/`ts_us`/`ts_ns` one processing-time reading, never before the commit.
+async fn envelope_times_carry_the_commit_at_microseconds(flavor: Flavor) {
+    let p = Pipeline::new(flavor, "times", "");
+    let db = p.db.clone();
+    let (mut c, mut child) = p.start_with(&[("a", "(id INT PRIMARY KEY)")]).await;
+    let commits = 8;
+    let mut windows = Vec::new();
+    for id in 0..commits {
+        // Spread the commits over sub-second instants.
+        tokio::time::sleep(Duration::from_millis(37 + 53 * id as u64)).await;
+        let before = now_us();
+        exec(&mut c, &[&format!("INSERT INTO {db}.a VALUES ({id})")]).await;
+        windows.push((before, now_us()));
+    }
+    let recs = consume(
+        &[p.topic("a")],
+        "read_committed",
+        commits,
+        Duration::ZERO,
+        Duration::from_secs(60),
+    );
+    terminate(&mut child);
+    assert_eq!(recs.len(), commits, "{recs:#?}");
+    let mut sub_second = 0;
+    for (r, (before, after)) in recs.iter().zip(&windows) {
+        let v = r.value.as_ref().expect("value");
+        let s = &v["source"];
+        let int = |x: &Value, f: &str| x[f].as_i64().unwrap_or_else(|| panic!("{f} in {v}"));
+        let (ms, us, ns) = (int(s, "ts_ms"), int(s, "ts_us"), int(s, "ts_ns"));
+        assert_eq!((ms, ns), (us / 1000, us * 1000), "source times of {v}");
+        assert_eq!(s["sequence"], Value::Null, "{v}");
+        // The commit happened inside the statement's window (1 s of slack for the
+        // header's whole seconds on MariaDB and for clock reading order).
+        assert!(
+            us >= before - 1_000_000 && us <= after + 1_000_000,
+            "source.ts_us {us} outside [{before}, {after}] in {v}"
+        );
+        if flavor.mysql {
+            sub_second += usize::from(ms % 1000 != 0);
+        } else {
+            assert_eq!(us % 1_000_000, 0, "MariaDB's binlog has whole seconds: {v}");
+        }
+        let (ms, us, ns) = (int(v, "ts_ms"), int(v, "ts_us"), int(v, "ts_ns"));
+        assert_eq!(
+            (ms, us),
+            (ns / 1_000_000, ns / 1000),
+            "processing times of {v}"
+        );
+        assert!(us >= int(s, "ts_us"), "processed before the commit: {v}");
+    }
+    if flavor.mysql {
+        // Eight commits all on a whole second would mean the header's seconds were used
+        // (chance with milliseconds: 10^-24).
+        assert!(
+            sub_second > 0,
+            "no millisecond in any source.ts_ms: {recs:#?}"
+        );
+    }
+    eprintln!(
+        "[{}] {commits} commits, {sub_second} with milliseconds in source.ts_ms",
+        flavor.name
+    );
+}
+
 per_flavor!(
+    envelope_times_carry_the_commit_at_microseconds,
     every_transaction_is_framed_once_through_kills,
     avro_records_decode_with_confluents_client,
     heartbeats_pace_an_idle_pipeline_and_keep_its_position,

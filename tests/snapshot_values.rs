@@ -429,7 +429,7 @@ fn compare(flavor: &str, logged: &Logged, selected: &[Vec<Value>]) -> usize {
                 before: None,
                 after: Some(after),
                 row_pos,
-                ts_ms: 1,
+                ts: sluice::encode::envelope::EventTime { ns: 1_000_000 },
             }
         }
         let json = JsonEncoder::new("snap");

@@ -259,6 +259,21 @@ pub struct TaggedGtid {
     pub gno: u64,
     /// The full transaction length in bytes (GTID event included), 0 when absent.
     pub transaction_length: u64,
+    /// Commit time on the originating server, µs since the epoch
+    /// (`original_commit_timestamp`; the immediate commit time when the writer left it out
+    /// because both are equal); 0 when neither is present.
+    pub original_commit_us: u64,
+}
+
+/// The latest commit time a change event can carry: `source.ts_ns` is a signed 64-bit count
+/// of nanoseconds, so µs past `i64::MAX / 1000` (year 2262) cannot be written.
+pub const MAX_COMMIT_US: u64 = (i64::MAX / 1000) as u64;
+
+/// A GTID event's commit timestamp (µs since the epoch) if it can be used: 0 means the server
+/// wrote none (before MySQL 8.0.1), and a value past [`MAX_COMMIT_US`] is not a time any
+/// server writes — both fall back to the event header's seconds.
+pub fn commit_time_us(raw: u64) -> Option<u64> {
+    (raw != 0 && raw <= MAX_COMMIT_US).then_some(raw)
 }
 
 /// Field ids of the tagged GTID event, in the order MySQL defines them
@@ -406,8 +421,10 @@ pub fn parse_gtid_tagged(body: &[u8]) -> Result<TaggedGtid, EventError> {
         tag: None,
         gno: 0,
         transaction_length: 0,
+        original_commit_us: 0,
     };
     let (mut have_uuid, mut have_gno) = (false, false);
+    let (mut immediate_us, mut original_us) = (0, None);
     for id in 0..=f::LAST_KNOWN {
         if r.peek_id()? != Some(id) {
             continue;
@@ -439,8 +456,10 @@ pub fn parse_gtid_tagged(body: &[u8]) -> Result<TaggedGtid, EventError> {
             f::LAST_COMMITTED | f::SEQUENCE_NUMBER => {
                 r.int("logical timestamp")?;
             }
-            f::IMMEDIATE_COMMIT_TS | f::ORIGINAL_COMMIT_TS | f::COMMIT_GROUP_TICKET => {
-                r.uint("commit timestamp")?;
+            f::IMMEDIATE_COMMIT_TS => immediate_us = r.uint("immediate commit timestamp")?,
+            f::ORIGINAL_COMMIT_TS => original_us = Some(r.uint("original commit timestamp")?),
+            f::COMMIT_GROUP_TICKET => {
+                r.uint("commit group ticket")?;
             }
             f::TRANSACTION_LENGTH => out.transaction_length = r.uint("transaction length")?,
             f::IMMEDIATE_SERVER_VERSION | f::ORIGINAL_SERVER_VERSION => {
@@ -462,6 +481,8 @@ pub fn parse_gtid_tagged(body: &[u8]) -> Result<TaggedGtid, EventError> {
     if !have_uuid || !have_gno {
         return Err(err("GTID_TAGGED", "the uuid or gno field is missing"));
     }
+    // MySQL leaves the original commit time out when it equals the immediate one.
+    out.original_commit_us = original_us.unwrap_or(immediate_us);
     Ok(out)
 }
 
@@ -676,6 +697,50 @@ mod tests {
         0x3e, 0x11, 0xfa, 0x47, 0x71, 0xca, 0x11, 0xe1, 0x9e, 0x33, 0xc8, 0x0a, 0xa9, 0x42, 0x95,
         0x62,
     ];
+
+    #[test]
+    fn commit_time_falls_back_when_absent_or_unwritable() {
+        assert_eq!(commit_time_us(0), None);
+        assert_eq!(commit_time_us(1), Some(1));
+        assert_eq!(commit_time_us(MAX_COMMIT_US), Some(MAX_COMMIT_US));
+        assert_eq!(commit_time_us(MAX_COMMIT_US + 1), None);
+        // The largest 56-bit value a classic GTID event can hold is past year 2262.
+        assert_eq!(commit_time_us((1 << 55) - 1), None);
+        assert!(MAX_COMMIT_US.saturating_mul(1000) <= i64::MAX as u64);
+    }
+
+    #[test]
+    fn tagged_gtid_commit_time_is_the_immediate_one_when_the_original_is_left_out() {
+        // The fixture writes field 6 (immediate) and no field 7, as MySQL does when the
+        // transaction originated on this server.
+        let g = parse_gtid_tagged(&tagged_gtid_body(UUID, "t", 3, &[])).unwrap();
+        assert_eq!(g.original_commit_us, 1_722_000_000_123_456);
+    }
+
+    #[test]
+    fn tagged_gtid_commit_time_is_the_originating_servers() {
+        // A replica's event: immediate (its own commit) and original (the source's) differ.
+        let mut fields = Vec::new();
+        varlen(&mut fields, 1);
+        for b in UUID {
+            varlen(&mut fields, u64::from(b));
+        }
+        varlen(&mut fields, 2);
+        varlen(&mut fields, zigzag(5));
+        varlen(&mut fields, 6);
+        varlen(&mut fields, 1_722_000_009_000_001);
+        varlen(&mut fields, 7);
+        varlen(&mut fields, 1_722_000_000_654_321);
+        let mut body = Vec::new();
+        varlen(&mut body, 1);
+        let size = 3 + fields.len() as u64;
+        assert!(size < 128);
+        varlen(&mut body, size);
+        varlen(&mut body, 8);
+        body.extend(fields);
+        let g = parse_gtid_tagged(&body).unwrap();
+        assert_eq!((g.gno, g.original_commit_us), (5, 1_722_000_000_654_321));
+    }
 
     #[test]
     fn tagged_gtid_body_decodes() {

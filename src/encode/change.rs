@@ -15,6 +15,7 @@
 //! part (how a key and an envelope are written) is an [`EnvelopeWriter`]; [`encode_change`]
 //! is the one place that decides which records a change becomes, so formats cannot drift.
 
+use crate::encode::envelope::EventTime;
 use crate::encode::table_ctx::TableCtx;
 use crate::model::TxnMeta;
 use crate::model::{RowImage, RowsKind};
@@ -99,8 +100,9 @@ pub struct Envelope<'a> {
     pub after: Option<&'a [Value]>,
     /// Where the row sits in the source and in its transaction.
     pub row_pos: RowPos,
-    /// When sluice wrote the envelope (the top-level `ts_ms`), ms since the epoch.
-    pub ts_ms: u64,
+    /// When sluice wrote the envelope (the top-level `ts_ms`/`ts_us`/`ts_ns`): one clock
+    /// reading for all the records of a row change.
+    pub ts: EventTime,
 }
 
 /// How one format writes a record key and an envelope.
@@ -129,7 +131,9 @@ pub fn encode_change<W: EnvelopeWriter>(
         row,
         row_pos,
     } = *change;
-    let ts_ms = crate::model::clock::now_ms();
+    let ts = EventTime {
+        ns: crate::model::clock::now_ns(),
+    };
     let envelope_at = |op, before, after, row_pos| Envelope {
         table,
         meta,
@@ -137,7 +141,7 @@ pub fn encode_change<W: EnvelopeWriter>(
         before,
         after,
         row_pos,
-        ts_ms,
+        ts,
     };
     let envelope = |op, before, after| envelope_at(op, before, after, row_pos);
     match kind {

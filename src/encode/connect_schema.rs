@@ -314,16 +314,7 @@ mod tests {
             .collect();
         assert_eq!(
             names,
-            [
-                "before",
-                "after",
-                "source",
-                "transaction",
-                "op",
-                "ts_ms",
-                "ts_us",
-                "ts_ns"
-            ]
+            crate::encode::envelope::ENVELOPE_FIELDS.map(|f| f.name())
         );
         let before = field(&env, "before");
         assert_eq!(before["optional"], true);
@@ -346,6 +337,16 @@ mod tests {
         assert_eq!(field(before, "bits")["parameters"], json!({"length": "9"}));
         let source = field(&env, "source");
         assert_eq!(source["name"], "io.debezium.connector.mariadb.Source");
+        let names: Vec<&str> = source["fields"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|f| f["field"].as_str().unwrap())
+            .collect();
+        assert_eq!(
+            names,
+            crate::encode::envelope::SOURCE_FIELDS.map(|f| f.name())
+        );
         assert_eq!(field(source, "snapshot")["default"], "false");
         assert_eq!(field(&env, "transaction")["name"], "event.block");
     }

@@ -2,20 +2,22 @@
 //! them, so consumers written for Debezium read sluice's topics unchanged.
 //!
 //! Key: `{"<key column>": value, ...}` (null key for tables without a key). Value: the envelope
-//! `{before, after, source{...}, op, ts_ms, transaction{id, total_order,
-//! data_collection_order}}`. A delete is followed by a tombstone (null value) when the route
+//! `{before, after, source{...}, transaction{id, total_order, data_collection_order}, op,
+//! ts_ms, ts_us, ts_ns}`, fields in Debezium 3.5's order ([`crate::encode::envelope`]). A delete is followed by a tombstone (null value) when the route
 //! asks for it; an update that changes the key becomes delete + tombstone + create, as in
 //! Debezium, so compacted topics keep only live keys (decided in [`crate::encode::change`],
 //! shared with the Avro encoder).
 //!
-//! The encoder is pure: the same input always gives the same bytes apart from `ts_ms`
-//! (processing time), which is why tests compare parsed documents without it.
+//! The encoder is pure: the same input always gives the same bytes apart from the top-level
+//! `ts_ms`/`ts_us`/`ts_ns` (processing time), which is why tests compare parsed documents
+//! without them.
 
 use std::convert::Infallible;
 use std::io::Write;
 
 use crate::encode::change::{encode_change, EnvelopeWriter};
 pub use crate::encode::change::{Envelope, Op, Record, RowChange, RowPos};
+use crate::encode::envelope::EventTime;
 use crate::encode::json_value::{write_json_string, write_json_value};
 use crate::encode::table_ctx::TableCtx;
 use crate::value::Value;
@@ -88,7 +90,8 @@ impl JsonEncoder {
         out.push(b'}');
     }
 
-    /// The envelope document.
+    /// The envelope document, fields in Debezium 3.5's order
+    /// ([`crate::encode::envelope::ENVELOPE_FIELDS`], [`crate::encode::envelope::SOURCE_FIELDS`]).
     pub fn envelope(&self, e: &Envelope<'_>) -> Vec<u8> {
         let Envelope {
             table,
@@ -97,9 +100,10 @@ impl JsonEncoder {
             before,
             after,
             row_pos: rp,
-            ts_ms,
+            ts,
         } = *e;
-        let mut out = Vec::with_capacity(256 + 64 * table.schema.columns.len());
+        let source_ts = EventTime::from_us(meta.ts_us);
+        let mut out = Vec::with_capacity(320 + 64 * table.schema.columns.len());
         out.extend_from_slice(b"{\"before\":");
         self.row_doc(&mut out, table, before);
         out.extend_from_slice(b",\"after\":");
@@ -114,11 +118,16 @@ impl JsonEncoder {
         let _ = write!(
             out,
             ",\"ts_ms\":{},\"snapshot\":\"{}\",\"db\":",
-            u64::from(meta.ts_sec) * 1000,
+            source_ts.ms(),
             if op == Op::Read { "true" } else { "false" }
         );
         write_json_string(&mut out, &table.schema.db);
-        out.extend_from_slice(b",\"table\":");
+        let _ = write!(
+            out,
+            ",\"sequence\":null,\"ts_us\":{},\"ts_ns\":{},\"table\":",
+            source_ts.us(),
+            source_ts.ns
+        );
         write_json_string(&mut out, &table.schema.table);
         let _ = write!(out, ",\"server_id\":{},\"gtid\":", meta.server_id);
         match &meta.gtid {
@@ -134,17 +143,18 @@ impl JsonEncoder {
             }
             None => out.extend_from_slice(b"null"),
         }
-        let _ = write!(
-            out,
-            ",\"query\":null}},\"op\":\"{}\",\"ts_ms\":{},\"transaction\":{{\"id\":",
-            op.code(),
-            ts_ms
-        );
+        out.extend_from_slice(b",\"query\":null},\"transaction\":{\"id\":");
         write_json_string(&mut out, &meta.id());
         let _ = write!(
             out,
-            ",\"total_order\":{},\"data_collection_order\":{}}}}}",
-            rp.total_order, rp.data_collection_order
+            ",\"total_order\":{},\"data_collection_order\":{}}},\"op\":\"{}\",\"ts_ms\":{},\
+             \"ts_us\":{},\"ts_ns\":{}}}",
+            rp.total_order,
+            rp.data_collection_order,
+            op.code(),
+            ts.ms(),
+            ts.us(),
+            ts.ns
         );
         out
     }
@@ -211,7 +221,7 @@ mod tests {
             gtid: Some("0-1-42".into()),
             file: "mysql-bin.000003".into(),
             pos: 100,
-            ts_sec: 1_709_288_430,
+            ts_us: 1_709_288_430_123_456,
             server_id: 1,
             thread: Some(17),
             connector: "mariadb",
@@ -222,7 +232,8 @@ mod tests {
         vec![Value::Int(id), Value::Bytes(name.as_bytes().to_vec())]
     }
 
-    /// (key, value without the processing-time `ts_ms`) of each record.
+    /// (key, value without the processing times `ts_ms`/`ts_us`/`ts_ns`, checked to be one
+    /// reading) of each record.
     fn run(t: &TableCtx, kind: RowsKind, image: RowImage) -> Vec<(J, J)> {
         let mut out = Vec::new();
         let change = RowChange {
@@ -247,7 +258,10 @@ mod tests {
                     .value
                     .map_or(J::Null, |v| serde_json::from_slice(&v).unwrap());
                 if let Some(o) = value.as_object_mut() {
-                    assert!(o.remove("ts_ms").unwrap().is_u64());
+                    let ms = o.remove("ts_ms").unwrap().as_u64().unwrap();
+                    let us = o.remove("ts_us").unwrap().as_u64().unwrap();
+                    let ns = o.remove("ts_ns").unwrap().as_u64().unwrap();
+                    assert_eq!((ms, us), (ns / 1_000_000, ns / 1000));
                 }
                 (key, value)
             })
@@ -258,8 +272,9 @@ mod tests {
         json!({
             "before": before, "after": after,
             "source": {"version": env!("CARGO_PKG_VERSION"), "connector": "mariadb", "name": "shop",
-                       "ts_ms": 1_709_288_430_000u64, "snapshot": "false", "db": "shop",
-                       "table": "t", "server_id": 1, "gtid": "0-1-42",
+                       "ts_ms": 1_709_288_430_123u64, "snapshot": "false", "db": "shop",
+                       "sequence": null, "ts_us": 1_709_288_430_123_456u64,
+                       "ts_ns": 1_709_288_430_123_456_000u64, "table": "t", "server_id": 1, "gtid": "0-1-42",
                        "file": "mysql-bin.000003", "pos": 1234, "row": 2, "thread": 17,
                        "query": null},
             "op": op,
@@ -406,13 +421,98 @@ mod tests {
             before: None,
             after: Some(&row(1, "x")),
             row_pos: rp,
-            ts_ms: 5,
+            ts: EventTime { ns: 5_123_456_789 },
         });
         let v: J = serde_json::from_slice(&v).unwrap();
         assert_eq!(v["transaction"]["id"], json!("mysql-bin.000003:100"));
         assert_eq!(v["source"]["gtid"], J::Null);
         assert_eq!(v["source"]["thread"], J::Null);
         assert_eq!(v["source"]["name"], json!("a\"b"));
-        assert_eq!(v["ts_ms"], json!(5));
+        assert_eq!(v["ts_ms"], json!(5123));
+        assert_eq!(v["ts_us"], json!(5_123_456));
+        assert_eq!(v["ts_ns"], json!(5_123_456_789u64));
+    }
+
+    /// The keys of a JSON object in the order they are written, with the keys of each
+    /// object-valued field.
+    struct Keys(Vec<(String, Option<Keys>)>);
+
+    impl<'de> serde::Deserialize<'de> for Keys {
+        fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Keys, D::Error> {
+            struct V;
+            impl<'de> serde::de::Visitor<'de> for V {
+                type Value = Option<Keys>;
+                fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                    f.write_str("any JSON value")
+                }
+                fn visit_map<A: serde::de::MapAccess<'de>>(
+                    self,
+                    mut m: A,
+                ) -> Result<Option<Keys>, A::Error> {
+                    let mut keys = Vec::new();
+                    while let Some(k) = m.next_key::<String>()? {
+                        keys.push((k, m.next_value::<MaybeKeys>()?.0));
+                    }
+                    Ok(Some(Keys(keys)))
+                }
+                fn visit_unit<E>(self) -> Result<Option<Keys>, E> {
+                    Ok(None)
+                }
+                fn visit_str<E>(self, _: &str) -> Result<Option<Keys>, E> {
+                    Ok(None)
+                }
+                fn visit_u64<E>(self, _: u64) -> Result<Option<Keys>, E> {
+                    Ok(None)
+                }
+                fn visit_i64<E>(self, _: i64) -> Result<Option<Keys>, E> {
+                    Ok(None)
+                }
+                fn visit_f64<E>(self, _: f64) -> Result<Option<Keys>, E> {
+                    Ok(None)
+                }
+                fn visit_bool<E>(self, _: bool) -> Result<Option<Keys>, E> {
+                    Ok(None)
+                }
+            }
+            struct MaybeKeys(Option<Keys>);
+            impl<'de> serde::Deserialize<'de> for MaybeKeys {
+                fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<MaybeKeys, D::Error> {
+                    d.deserialize_any(V).map(MaybeKeys)
+                }
+            }
+            d.deserialize_any(V)?
+                .ok_or_else(|| serde::de::Error::custom("not an object"))
+        }
+    }
+
+    #[test]
+    fn fields_are_written_in_debezium_3_5s_order() {
+        use crate::encode::envelope::{ENVELOPE_FIELDS, SOURCE_FIELDS};
+        let t = table(vec![0], true);
+        let v = JsonEncoder::new("shop").envelope(&Envelope {
+            table: &t,
+            meta: &meta(),
+            op: Op::Update,
+            before: Some(&row(1, "x")),
+            after: Some(&row(1, "y")),
+            row_pos: RowPos {
+                pos: 9,
+                row: 0,
+                total_order: 1,
+                data_collection_order: 1,
+            },
+            ts: EventTime { ns: 1 },
+        });
+        let Keys(top) = serde_json::from_slice(&v).unwrap();
+        let names: Vec<&str> = top.iter().map(|(k, _)| k.as_str()).collect();
+        let want: Vec<&str> = ENVELOPE_FIELDS.iter().map(|f| f.name()).collect();
+        assert_eq!(names, want);
+        let source = top.iter().find(|(k, _)| k == "source").unwrap();
+        let Some(Keys(source)) = &source.1 else {
+            panic!("source is not an object")
+        };
+        let names: Vec<&str> = source.iter().map(|(k, _)| k.as_str()).collect();
+        let want: Vec<&str> = SOURCE_FIELDS.iter().map(|f| f.name()).collect();
+        assert_eq!(names, want);
     }
 }

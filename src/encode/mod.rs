@@ -3,6 +3,7 @@
 pub mod avro;
 pub mod change;
 pub mod connect_schema;
+pub mod envelope;
 pub mod json;
 pub mod json_value;
 pub(crate) mod table_ctx;

@@ -16,8 +16,10 @@ pub struct TxnMeta {
     pub file: Arc<str>,
     /// Position of the transaction's first event.
     pub pos: u64,
-    /// Commit timestamp on the source, seconds since the epoch.
-    pub ts_sec: u32,
+    /// Commit time on the source, µs since the epoch: a MySQL GTID event's
+    /// `original_commit_timestamp` (µs, MySQL 8.0.1+), else the event header's whole seconds.
+    /// The envelope's `source.ts_ms`/`ts_us`/`ts_ns` are this at three resolutions.
+    pub ts_us: u64,
     /// Source server id.
     pub server_id: u32,
     /// Connection (thread) id that ran the transaction, when the binlog says it.

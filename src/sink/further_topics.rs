@@ -18,7 +18,7 @@ impl Sink {
             return Ok(());
         }
         self.register_txn_metadata()?;
-        let ts_ms = u64::from(self.meta.ts_sec) * 1000;
+        let ts_ms = self.meta.ts_us / 1000;
         let id = self.meta.id();
         let Some(tm) = self.txn_metadata.as_mut() else {
             return Ok(());

@@ -115,7 +115,7 @@ impl Assembler {
             }
         }
         if self.txn.is_none() {
-            self.open_pending(ts, server_id, start_pos);
+            self.open_pending(ts, None, server_id, start_pos);
         }
         let Some(txn) = self.txn.as_mut() else {
             return Ok(());
@@ -140,7 +140,7 @@ impl Assembler {
                     pos: meta.pos,
                     gtid: meta.gtid.clone(),
                     server_id: meta.server_id,
-                    ts_ms: u64::from(meta.ts_sec) * 1000,
+                    ts_ms: meta.ts_us / 1000,
                 },
                 db: db.clone(),
                 table: table.clone(),

@@ -6,7 +6,7 @@
 //! Invariant: every event type is handled, listed as one to ignore, or a definite error
 //! naming the type and position; sluice does not skip an event it does not understand.
 
-use mysql_common::binlog::events::{Event, GtidEvent, QueryEvent};
+use mysql_common::binlog::events::{AnonymousGtidEvent, Event, GtidEvent, QueryEvent};
 
 use crate::binlog::events::{self, types, QueryKind, XaStatement};
 use crate::binlog::payload::PayloadReader;
@@ -109,11 +109,18 @@ impl Assembler {
                     .read_event()
                     .map_err(|e| definite(format!("malformed GTID event: {e}")))?;
                 self.pending_gtid = Some(PendingGtid::Mysql(Uuid16(g.sid()), None, g.gno()));
-                self.open_pending(hdr.timestamp(), hdr.server_id(), start_pos);
+                let commit_us = events::commit_time_us(g.original_commit_timestamp());
+                self.open_pending(hdr.timestamp(), commit_us, hdr.server_id(), start_pos);
             }
             types::ANONYMOUS_GTID => {
+                // The same layout as a GTID event (with an all-zero sid); its commit time is
+                // read the same way.
+                let commit_us = ev
+                    .read_event::<AnonymousGtidEvent>()
+                    .ok()
+                    .and_then(|g| events::commit_time_us(g.0.original_commit_timestamp()));
                 self.pending_gtid = Some(PendingGtid::None);
-                self.open_pending(hdr.timestamp(), hdr.server_id(), start_pos);
+                self.open_pending(hdr.timestamp(), commit_us, hdr.server_id(), start_pos);
             }
             types::GTID_TAGGED => {
                 let g = events::parse_gtid_tagged(data).map_err(|e| definite(e.to_string()))?;
@@ -122,13 +129,14 @@ impl Assembler {
                 let gtid = Gtid::new(Uuid16(g.uuid), g.tag.as_deref(), g.gno)
                     .map_err(|e| definite(format!("tagged GTID event: {e}")))?;
                 self.pending_gtid = Some(PendingGtid::Mysql(gtid.uuid, gtid.tag, gtid.gno));
-                self.open_pending(hdr.timestamp(), hdr.server_id(), start_pos);
+                let commit_us = events::commit_time_us(g.original_commit_us);
+                self.open_pending(hdr.timestamp(), commit_us, hdr.server_id(), start_pos);
             }
             types::MARIA_GTID => {
                 let g = events::parse_maria_gtid(data, hdr.server_id())
                     .map_err(|e| definite(e.to_string()))?;
                 self.pending_gtid = Some(PendingGtid::Maria(g.gtid));
-                self.open_pending(hdr.timestamp(), hdr.server_id(), start_pos);
+                self.open_pending(hdr.timestamp(), None, hdr.server_id(), start_pos);
                 if g.flags & events::gtid_flags::PREPARED_XA != 0 {
                     if let Some(t) = self.txn.as_mut() {
                         t.in_begin = true;
@@ -159,7 +167,7 @@ impl Assembler {
                     QueryKind::Begin => {
                         if self.txn.is_none() {
                             self.pending_gtid.get_or_insert(PendingGtid::None);
-                            self.open_pending(hdr.timestamp(), hdr.server_id(), start_pos);
+                            self.open_pending(hdr.timestamp(), None, hdr.server_id(), start_pos);
                         }
                         if let Some(t) = self.txn.as_mut() {
                             t.in_begin = true;
@@ -172,7 +180,12 @@ impl Assembler {
                     QueryKind::Xa(stmt) => match events::parse_xa_statement(&stmt) {
                         XaStatement::Start => {
                             if self.txn.is_none() {
-                                self.open_pending(hdr.timestamp(), hdr.server_id(), start_pos);
+                                self.open_pending(
+                                    hdr.timestamp(),
+                                    None,
+                                    hdr.server_id(),
+                                    start_pos,
+                                );
                             }
                             let replay_mode = self.replay_mode;
                             if let Some(t) = self.txn.as_mut() {

@@ -38,7 +38,17 @@ impl Assembler {
         }
     }
 
-    pub(super) fn open_pending(&mut self, ts: u32, server_id: u32, start_pos: u64) {
+    /// Opens the transaction the pending GTID (if any) starts. `header_ts` is the opening
+    /// event's header time (whole seconds); `commit_us` the GTID event's
+    /// `original_commit_timestamp` when the server wrote one (MySQL 8.0.1+), which the
+    /// envelope's source times then carry at µs resolution.
+    pub(super) fn open_pending(
+        &mut self,
+        header_ts: u32,
+        commit_us: Option<u64>,
+        server_id: u32,
+        start_pos: u64,
+    ) {
         let gtid = self.pending_gtid.take().unwrap_or(PendingGtid::None);
         let gtid_text = match &gtid {
             PendingGtid::None => None,
@@ -57,7 +67,7 @@ impl Assembler {
                 gtid: gtid_text,
                 file,
                 pos: start_pos,
-                ts_sec: ts,
+                ts_us: commit_us.unwrap_or(u64::from(header_ts) * 1_000_000),
                 server_id,
                 thread: None,
                 connector: self.flavor.connector(),

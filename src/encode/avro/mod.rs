@@ -38,6 +38,7 @@ use schema::{ColPlan, Enc};
 pub use wire::{put_bytes, put_header, put_long, put_str};
 
 use crate::encode::change::{encode_change, Envelope, EnvelopeWriter, Op, Record, RowChange};
+use crate::encode::envelope::EventTime;
 use crate::encode::json_value::{days_from_civil, seconds_from_civil};
 use crate::encode::table_ctx::TableCtx;
 use crate::error::{Error, Result};
@@ -119,8 +120,9 @@ impl AvroEncoder {
             before,
             after,
             row_pos: rp,
-            ts_ms,
+            ts,
         } = *e;
+        let source_ts = EventTime::from_us(meta.ts_us);
         let avro = avro_of(table)?;
         let mut out = Vec::with_capacity(160 + 24 * avro.columns.len());
         put_header(&mut out, value_id);
@@ -139,9 +141,14 @@ impl AvroEncoder {
         out.extend_from_slice(&self.version);
         put_str(&mut out, meta.connector);
         out.extend_from_slice(&self.name);
-        put_long(&mut out, i64::from(meta.ts_sec) * 1000);
+        put_long(&mut out, u64_to_long(source_ts.ms()));
         put_str(&mut out, if op == Op::Read { "true" } else { "false" });
         out.extend_from_slice(&avro.db);
+        put_long(&mut out, 0); // sequence: null
+        put_long(&mut out, 1);
+        put_long(&mut out, u64_to_long(source_ts.us()));
+        put_long(&mut out, 1);
+        put_long(&mut out, u64_to_long(source_ts.ns));
         out.extend_from_slice(&avro.table);
         put_long(&mut out, i64::from(meta.server_id));
         match &meta.gtid {
@@ -162,10 +169,7 @@ impl AvroEncoder {
             None => put_long(&mut out, 0),
         }
         put_long(&mut out, 0); // query: null
-        put_str(&mut out, op.code());
-        put_long(&mut out, 1);
-        put_long(&mut out, u64_to_long(ts_ms));
-        // transaction
+                               // transaction
         put_long(&mut out, 1);
         match &meta.gtid {
             Some(g) => put_str(&mut out, g),
@@ -173,6 +177,11 @@ impl AvroEncoder {
         }
         put_long(&mut out, u64_to_long(rp.total_order));
         put_long(&mut out, u64_to_long(rp.data_collection_order));
+        put_str(&mut out, op.code());
+        for t in [ts.ms(), ts.us(), ts.ns] {
+            put_long(&mut out, 1);
+            put_long(&mut out, u64_to_long(t));
+        }
         Ok(out)
     }
 }

@@ -6,7 +6,10 @@
 //! Names: `<ns>` is the route's topic made into an Avro namespace (each `.`-separated part
 //! with characters outside `[A-Za-z0-9_]` replaced by `_`, `_` put before a leading digit,
 //! an empty part becoming `_`). Records: `<ns>.Key` (key columns), `<ns>.Value` (all
-//! columns), `<ns>.Envelope` (`before`, `after`, `source`, `op`, `ts_ms`, `transaction`),
+//! columns), `<ns>.Envelope` (`before`, `after`, `source`, `transaction`, `op`, `ts_ms`,
+//! `ts_us`, `ts_ns`: Debezium 3.5's order, [`crate::encode::envelope`]; the fields sluice added
+//! after its first release are nullable with a `null` default, so a registry in BACKWARD mode
+//! accepts the new version of an existing subject),
 //! `io.debezium.connector.mysql.Source`, `event.block`, `io.debezium.data.geometry.Geometry`,
 //! and with [`AvroOptions::enum_as_avro_enum`] one enum `<ns>.<field>_enum` per ENUM column.
 //! Field names are column names made into Avro names the same way; two columns whose names
@@ -133,9 +136,12 @@ pub const SOURCE_SCHEMA: &str = concat!(
     r#"{"name":"name","type":"string"},"#,
     r#"{"name":"ts_ms","type":"long"},"#,
     r#"{"name":"snapshot","type":{"type":"string","connect.version":1,"#,
-    r#""connect.parameters":{"allowed":"true,last,false,incremental"},"#,
+    r#""connect.parameters":{"allowed":"true,first,first_in_data_collection,last_in_data_collection,last,false,incremental"},"#,
     r#""connect.default":"false","connect.name":"io.debezium.data.Enum"},"default":"false"},"#,
     r#"{"name":"db","type":"string"},"#,
+    r#"{"name":"sequence","type":["null","string"],"default":null},"#,
+    r#"{"name":"ts_us","type":["null","long"],"default":null},"#,
+    r#"{"name":"ts_ns","type":["null","long"],"default":null},"#,
     r#"{"name":"table","type":"string"},"#,
     r#"{"name":"server_id","type":"long"},"#,
     r#"{"name":"gtid","type":["null","string"],"default":null},"#,
@@ -276,11 +282,12 @@ impl AvroTable {
         push_str(&mut s, &format!("{ns}.Value"));
         s.push_str(r#"],"default":null},{"name":"source","type":"#);
         s.push_str(SOURCE_SCHEMA);
-        s.push_str(r#"},{"name":"op","type":"string"},"#);
-        s.push_str(r#"{"name":"ts_ms","type":["null","long"],"default":null},"#);
-        s.push_str(r#"{"name":"transaction","type":["null","#);
+        s.push_str(r#"},{"name":"transaction","type":["null","#);
         s.push_str(TRANSACTION_SCHEMA);
-        s.push_str(r#"],"default":null}],"connect.name":"#);
+        s.push_str(r#"],"default":null},{"name":"op","type":"string"},"#);
+        s.push_str(r#"{"name":"ts_ms","type":["null","long"],"default":null},"#);
+        s.push_str(r#"{"name":"ts_us","type":["null","long"],"default":null},"#);
+        s.push_str(r#"{"name":"ts_ns","type":["null","long"],"default":null}],"connect.name":"#);
         push_str(&mut s, &format!("{ns}.Envelope"));
         s.push('}');
         let value = AvroDoc {

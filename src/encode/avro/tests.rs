@@ -61,7 +61,7 @@ fn meta() -> TxnMeta {
         gtid: Some("3e11fa47-71ca-11e1-9e33-c80aa9429562:23".into()),
         file: "mysql-bin.000003".into(),
         pos: 100,
-        ts_sec: 1_709_288_430,
+        ts_us: 1_709_288_430_123_456,
         server_id: 7,
         thread: Some(17),
         connector: "mysql",
@@ -75,14 +75,17 @@ const RP: RowPos = RowPos {
     data_collection_order: 1,
 };
 
-/// The envelope of a row at [`RP`], written at `ts_ms`.
+/// The processing time the tests write envelopes at.
+const NS: u64 = 99_123_456_789;
+
+/// The envelope of a row at [`RP`], written at `ts_ns` (ns since the epoch).
 fn input<'a>(
     table: &'a TableCtx,
     meta: &'a TxnMeta,
     op: Op,
     before: Option<&'a [Value]>,
     after: Option<&'a [Value]>,
-    ts_ms: u64,
+    ts_ns: u64,
 ) -> Envelope<'a> {
     Envelope {
         table,
@@ -91,7 +94,7 @@ fn input<'a>(
         before,
         after,
         row_pos: RP,
-        ts_ms,
+        ts: EventTime { ns: ts_ns },
     }
 }
 
@@ -138,7 +141,7 @@ fn envelope_of(
         _ => Op::Update,
     };
     let bytes = AvroEncoder::new("shop")
-        .envelope(42, &input(t, &meta(), op, before, after, 99))
+        .envelope(42, &input(t, &meta(), op, before, after, NS))
         .unwrap();
     fields(decode(
         &t.avro.as_ref().unwrap().value.schema_json,
@@ -799,7 +802,7 @@ fn agree(columns: &[Column], before: &[Value], after: &[Value], nkey: usize) {
         Op::Update,
         Some(before),
         Some(after),
-        99,
+        NS,
     )))
     .unwrap();
     let env = envelope_of(&avro_t, Some(before), Some(after));
@@ -810,7 +813,7 @@ fn agree(columns: &[Column], before: &[Value], after: &[Value], nkey: usize) {
             "{name}"
         );
     }
-    for name in ["source", "op", "ts_ms", "transaction"] {
+    for name in ["source", "transaction", "op", "ts_ms", "ts_us", "ts_ns"] {
         assert_eq!(plain_json(&field(&env, name)), json_doc[name], "{name}");
     }
     let json_key = JsonEncoder::new("shop").key(&json_t, Some(after));
@@ -1559,7 +1562,9 @@ fn envelope_source_and_transaction() {
     let env = envelope_of(&t, Some(&[Value::Int(1)]), None);
     assert_eq!(field(&env, "after"), null());
     assert_eq!(field(&env, "op"), AV::String("d".into()));
-    assert_eq!(field(&env, "ts_ms"), some(AV::Long(99)));
+    assert_eq!(field(&env, "ts_ms"), some(AV::Long(99_123)));
+    assert_eq!(field(&env, "ts_us"), some(AV::Long(99_123_456)));
+    assert_eq!(field(&env, "ts_ns"), some(AV::Long(99_123_456_789)));
     assert_eq!(
         field(&env, "source"),
         AV::Record(vec![
@@ -1569,9 +1574,12 @@ fn envelope_source_and_transaction() {
             ),
             ("connector".into(), AV::String("mysql".into())),
             ("name".into(), AV::String("shop".into())),
-            ("ts_ms".into(), AV::Long(1_709_288_430_000)),
+            ("ts_ms".into(), AV::Long(1_709_288_430_123)),
             ("snapshot".into(), AV::String("false".into())),
             ("db".into(), AV::String("shop".into())),
+            ("sequence".into(), null()),
+            ("ts_us".into(), some(AV::Long(1_709_288_430_123_456))),
+            ("ts_ns".into(), some(AV::Long(1_709_288_430_123_456_000))),
             ("table".into(), AV::String("t".into())),
             ("server_id".into(), AV::Long(7)),
             (
@@ -1605,7 +1613,7 @@ fn envelope_source_and_transaction() {
     let bytes = AvroEncoder::new("shop")
         .envelope(
             42,
-            &input(&t, &m, Op::Create, None, Some(&[Value::Int(1)]), 99),
+            &input(&t, &m, Op::Create, None, Some(&[Value::Int(1)]), NS),
         )
         .unwrap();
     let env = fields(decode(
@@ -1785,7 +1793,7 @@ fn schemas_parse_and_are_named_after_the_topic() {
     .unwrap();
     assert_eq!(again.value, avro.value);
     assert_eq!(again.key, avro.key);
-    // envelope fields in the JSON encoder's order
+    // envelope fields in Debezium 3.5's order, as the JSON encoder writes them
     let doc: J = serde_json::from_str(&avro.value.schema_json).unwrap();
     let names: Vec<&str> = doc["fields"]
         .as_array()
@@ -1795,7 +1803,7 @@ fn schemas_parse_and_are_named_after_the_topic() {
         .collect();
     assert_eq!(
         names,
-        ["before", "after", "source", "op", "ts_ms", "transaction"]
+        crate::encode::envelope::ENVELOPE_FIELDS.map(|f| f.name())
     );
     assert_eq!(
         doc["fields"][1]["type"],
@@ -1938,6 +1946,17 @@ fn embedded_fixed_schemas_equal_the_files() {
             Schema::parse_str(code).unwrap()
         );
     }
+    let source: J = serde_json::from_str(source_file).unwrap();
+    let names: Vec<&str> = source["fields"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        names,
+        crate::encode::envelope::SOURCE_FIELDS.map(|f| f.name())
+    );
     // and they are what every envelope schema embeds
     let t = ctx(
         vec![col("id", ColumnKind::Int { unsigned: false }, false)],
@@ -1949,9 +1968,9 @@ fn embedded_fixed_schemas_equal_the_files() {
         doc["fields"][2]["type"],
         serde_json::from_str::<J>(source_file).unwrap()
     );
-    assert_eq!(doc["fields"][5]["name"], json!("transaction"));
+    assert_eq!(doc["fields"][3]["name"], json!("transaction"));
     assert_eq!(
-        doc["fields"][5]["type"],
+        doc["fields"][3]["type"],
         json!(["null", serde_json::from_str::<J>(transaction_file).unwrap()])
     );
 }

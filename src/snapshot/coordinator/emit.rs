@@ -79,7 +79,7 @@ impl Snapshotter {
                 gtid: None,
                 file: Arc::from(tracker.file.as_str()),
                 pos: tracker.pos,
-                ts_sec: u32::try_from(now_ms / 1000).unwrap_or(u32::MAX),
+                ts_us: now_ms.saturating_mul(1000),
                 server_id: 0,
                 thread: None,
                 connector: self.info.flavor.connector(),
