@@ -119,6 +119,72 @@ fn register_is_idempotent_and_backward_evolution_gets_a_new_id() {
     );
 }
 
+/// The envelope schema of a release before Debezium 3's times: `source` without `sequence`,
+/// `ts_us`, `ts_ns` (and the older snapshot `allowed` list), no top-level `ts_us`/`ts_ns`,
+/// `transaction` last.
+fn envelope_before_times(current: &str) -> String {
+    let mut doc: serde_json::Value = serde_json::from_str(current).expect("envelope JSON");
+    let fields = doc["fields"].as_array_mut().expect("fields");
+    fields.retain(|f| f["name"] != "ts_us" && f["name"] != "ts_ns");
+    let at = fields
+        .iter()
+        .position(|f| f["name"] == "transaction")
+        .expect("transaction");
+    let transaction = fields.remove(at);
+    fields.push(transaction);
+    let source = fields
+        .iter_mut()
+        .find(|f| f["name"] == "source")
+        .expect("source");
+    let source_fields = source["type"]["fields"]
+        .as_array_mut()
+        .expect("source fields");
+    source_fields
+        .retain(|f| !["sequence", "ts_us", "ts_ns"].contains(&f["name"].as_str().unwrap()));
+    for f in source_fields.iter_mut() {
+        if f["name"] == "snapshot" {
+            f["type"]["connect.parameters"]["allowed"] = "true,last,false,incremental".into();
+        }
+    }
+    doc.to_string()
+}
+
+/// A subject registered by an earlier release takes today's envelope as its next version
+/// under the registry's BACKWARD rule: the fields added since are nullable with a default.
+#[test]
+fn todays_envelope_evolves_an_envelope_without_debezium_3s_times() {
+    use sluice::schema::{Column, ColumnKind, TableSchema};
+    let table = TableSchema {
+        db: "shop".into(),
+        table: "t".into(),
+        columns: vec![Column {
+            name: "id".into(),
+            kind: ColumnKind::Int { unsigned: false },
+            nullable: false,
+        }],
+        primary_key: vec![0],
+    };
+    let avro = sluice::encode::avro::AvroTable::new(&table, &[0], "shop.t", Default::default())
+        .expect("avro schemas");
+    let now = avro.value.schema_json;
+    let old = envelope_before_times(&now);
+    assert_ne!(canonical(&old), canonical(&now));
+    let rt = rt();
+    let registry = connect(&rt);
+    let subject = subject("envelope-times");
+    let id_old = rt
+        .block_on(registry.register(&subject, &old))
+        .expect("old envelope");
+    let compat = rt
+        .block_on(registry.check_compatibility(&subject, &now))
+        .expect("compatibility check");
+    assert!(compat.is_compatible && !compat.new_subject, "{compat:?}");
+    let id_now = rt
+        .block_on(registry.register(&subject, &now))
+        .expect("today's envelope");
+    assert_ne!(id_old, id_now);
+}
+
 #[test]
 fn incompatible_changes_are_a_definite_409_with_the_registrys_message() {
     let rt = rt();
