@@ -96,21 +96,43 @@ fn committed(topic: &str, want: usize, timeout: Duration) -> Vec<(String, String
     out
 }
 
-/// The `txn` of the pipeline's committed offset record.
+/// The `txn` of the pipeline's committed offset record: the last record keyed by the pipeline,
+/// read up to the partition's last stable offset (not for a fixed time: under load a slow
+/// consumer would stop early and return an older record).
 fn committed_txn(p: &Pipeline) -> u64 {
     let recs = {
         let c: BaseConsumer = client()
             .set("group.id", unique("unmarked_offsets"))
             .set("isolation.level", "read_committed")
+            .set("enable.auto.commit", "false")
             .create()
             .expect("consumer");
+        let (_, stable_end) = c
+            .fetch_watermarks(&p.offsets_topic, 0, Duration::from_secs(30))
+            .expect("offsets topic watermarks");
         let mut tpl = TopicPartitionList::new();
         tpl.add_partition_offset(&p.offsets_topic, 0, rdkafka::Offset::Beginning)
             .expect("tpl");
         c.assign(&tpl).expect("assign");
         let mut last = None;
         let started = Instant::now();
-        while started.elapsed() < Duration::from_secs(5) {
+        loop {
+            let position = c
+                .position()
+                .ok()
+                .and_then(|tpl| tpl.find_partition(&p.offsets_topic, 0).map(|e| e.offset()))
+                .and_then(|o| match o {
+                    rdkafka::Offset::Offset(o) => Some(o),
+                    _ => None,
+                });
+            if position.is_some_and(|o| o >= stable_end) {
+                break;
+            }
+            assert!(
+                started.elapsed() < Duration::from_secs(120),
+                "{}: not read up to its last stable offset {stable_end} in 120 s (at {position:?})",
+                p.offsets_topic
+            );
             if let Some(Ok(m)) = c.poll(Duration::from_millis(100)) {
                 if m.key() == Some(p.name.as_bytes()) {
                     last = m.payload().map(<[u8]>::to_vec);
