@@ -39,7 +39,9 @@ pub fn op_of(r: &Record) -> String {
 fn payload(v: Option<&Value>) -> Option<&Value> {
     let v = v?;
     match v {
-        Value::Object(m) if m.len() == 2 && m.contains_key("schema") && m.contains_key("payload") => {
+        Value::Object(m)
+            if m.len() == 2 && m.contains_key("schema") && m.contains_key("payload") =>
+        {
             m.get("payload")
         }
         _ => Some(v),
@@ -63,7 +65,10 @@ fn match_key(r: &Record) -> String {
 /// Pairs of (sluice index, Debezium index) with the same key, op and occurrence (the n-th
 /// record with that key and op on each side), in sluice's order; then the sluice records with
 /// no partner and the Debezium records with no partner.
-pub fn match_records(sluice: &[Record], dbz: &[Record]) -> (Vec<(usize, usize)>, Vec<usize>, Vec<usize>) {
+pub fn match_records(
+    sluice: &[Record],
+    dbz: &[Record],
+) -> (Vec<(usize, usize)>, Vec<usize>, Vec<usize>) {
     let mut dbz_by: BTreeMap<String, Vec<usize>> = BTreeMap::new();
     for (i, r) in dbz.iter().enumerate() {
         dbz_by.entry(match_key(r)).or_default().push(i);
@@ -216,8 +221,10 @@ pub fn compare_table(out: &mut Outcome, table: &str, sluice: &[Record], dbz: &[R
         let key = payload(r.key.as_ref()).map_or("null".into(), |k| k.to_string());
         (table.to_string(), op_of(r), key)
     };
-    out.only_sluice.extend(only_s.iter().map(|&i| describe(&sluice[i])));
-    out.only_dbz.extend(only_d.iter().map(|&j| describe(&dbz[j])));
+    out.only_sluice
+        .extend(only_s.iter().map(|&i| describe(&sluice[i])));
+    out.only_dbz
+        .extend(only_d.iter().map(|&j| describe(&dbz[j])));
     out.matched += pairs.len();
     for (i, j) in pairs {
         let (s, d) = (fields(&sluice[i]), fields(&dbz[j]));
@@ -246,12 +253,17 @@ pub fn compare_table(out: &mut Outcome, table: &str, sluice: &[Record], dbz: &[R
 }
 
 /// Compares the transaction-metadata topics: BEGIN and END records paired by transaction id
-/// and status, every field compared (as `txn_topic.<field>` envelope fields). Debezium also
+/// and status, every field compared (as `txn_topic.<field>` envelope fields; `data_collections`
+/// in any order, as Debezium's is a hash map's). Debezium also
 /// frames transactions without captured rows (`event_count` 0, other tests' transactions on
 /// the same server): those are left out unless sluice has the same id.
 pub fn compare_transaction_topic(out: &mut Outcome, sluice: &[Record], dbz: &[Record]) {
     let id_status = |r: &Record| {
-        let v = payload(r.value.as_ref()).cloned().unwrap_or(Value::Null);
+        let mut v = payload(r.value.as_ref()).cloned().unwrap_or(Value::Null);
+        // Debezium lists a transaction's tables in a HashMap's order: compared as a set.
+        if let Some(Value::Array(tables)) = v.get_mut("data_collections") {
+            tables.sort_by_key(|t| t["data_collection"].to_string());
+        }
         (v["id"].to_string(), v["status"].to_string(), v)
     };
     let sl: Vec<(String, String, Value)> = sluice.iter().map(id_status).collect();
@@ -268,11 +280,16 @@ pub fn compare_transaction_topic(out: &mut Outcome, sluice: &[Record], dbz: &[Re
         .collect();
     for (id, status, v) in &sl {
         let Some((_, _, w)) = db.iter().find(|(i, s, _)| i == id && s == status) else {
-            out.only_sluice.push(("(transaction topic)".into(), status.clone(), id.clone()));
+            out.only_sluice
+                .push(("(transaction topic)".into(), status.clone(), id.clone()));
             continue;
         };
         out.matched += 1;
-        let keys = |x: &Value| x.as_object().map(|m| m.keys().cloned().collect::<Vec<_>>()).unwrap_or_default();
+        let keys = |x: &Value| {
+            x.as_object()
+                .map(|m| m.keys().cloned().collect::<Vec<_>>())
+                .unwrap_or_default()
+        };
         let mut names = keys(v);
         names.extend(keys(w));
         names.sort();
@@ -286,7 +303,8 @@ pub fn compare_transaction_topic(out: &mut Outcome, sluice: &[Record], dbz: &[Re
     }
     for (id, status, _) in &db {
         if !sl.iter().any(|(i, s, _)| i == id && s == status) {
-            out.only_dbz.push(("(transaction topic)".into(), status.clone(), id.clone()));
+            out.only_dbz
+                .push(("(transaction topic)".into(), status.clone(), id.clone()));
         }
     }
 }
@@ -302,7 +320,10 @@ pub fn verdict(t: &Tally, flavor: &str, ty: Option<&str>) -> Verdict {
         };
     }
     let fits = |d: &Deliberate| {
-        d.covers(flavor, ty) && t.diffs.iter().all(|(s, v)| (d.fits)(s.as_ref(), v.as_ref()))
+        d.covers(flavor, ty)
+            && t.diffs
+                .iter()
+                .all(|(s, v)| (d.fits)(s.as_ref(), v.as_ref()))
     };
     match DELIBERATE.iter().find(|d| fits(d)) {
         Some(d) => Verdict::Deliberate(d),
@@ -350,7 +371,11 @@ fn verdict_text(v: Verdict, t: &Tally) -> String {
             t.differ + t.equal,
             d.reason
         ),
-        Verdict::Differs => format!("**differs** ({} of {} values)", t.differ, t.differ + t.equal),
+        Verdict::Differs => format!(
+            "**differs** ({} of {} values)",
+            t.differ,
+            t.differ + t.equal
+        ),
     }
 }
 
@@ -378,7 +403,12 @@ pub fn report(out: &Outcome, flavor: &str, columns: &[Column]) -> (String, usize
         let v = verdict(t, flavor, Some(&c.ty));
         findings += usize::from(v == Verdict::Differs);
         let (at, s, d) = example_cells(t);
-        let _ = writeln!(md, "| {field} | {} | {} | {at} | {s} | {d} |", c.ty, verdict_text(v, t));
+        let _ = writeln!(
+            md,
+            "| {field} | {} | {} | {at} | {s} | {d} |",
+            c.ty,
+            verdict_text(v, t)
+        );
     }
     md.push_str("\n| envelope field | result | first difference | sluice | Debezium |\n");
     md.push_str("| --- | --- | --- | --- | --- |\n");
@@ -386,7 +416,11 @@ pub fn report(out: &Outcome, flavor: &str, columns: &[Column]) -> (String, usize
         let v = verdict(t, flavor, None);
         findings += usize::from(v == Verdict::Differs);
         let (at, s, d) = example_cells(t);
-        let _ = writeln!(md, "| {field} | {} | {at} | {s} | {d} |", verdict_text(v, t));
+        let _ = writeln!(
+            md,
+            "| {field} | {} | {at} | {s} | {d} |",
+            verdict_text(v, t)
+        );
     }
     let _ = writeln!(
         md,

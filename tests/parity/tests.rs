@@ -44,7 +44,11 @@ fn records_are_matched_by_key_op_and_occurrence() {
     ];
     let (pairs, only_s, only_d) = match_records(&s, &d);
     assert_eq!(pairs, vec![(0, 1), (2, 0)]);
-    assert_eq!(only_s, vec![1, 3], "the second create of key 1 and the delete of 2");
+    assert_eq!(
+        only_s,
+        vec![1, 3],
+        "the second create of key 1 and the delete of 2"
+    );
     assert_eq!(only_d, vec![2]);
     assert_eq!(op_of(&s[2]), "tombstone");
 }
@@ -90,16 +94,32 @@ fn clocks_and_snapshot_positions_are_not_compared_but_streamed_positions_are() {
     compare_table(
         &mut out,
         "t",
-        &[change("r", 1, json!({"id": 1}), "a"), change("c", 2, json!({"id": 2}), "a")],
-        &[change("r", 1, json!({"id": 1}), "b"), change("c", 2, json!({"id": 2}), "b")],
+        &[
+            change("r", 1, json!({"id": 1}), "a"),
+            change("c", 2, json!({"id": 2}), "a"),
+        ],
+        &[
+            change("r", 1, json!({"id": 1}), "b"),
+            change("c", 2, json!({"id": 2}), "b"),
+        ],
     );
     let file = &out.envelope["source.file"];
-    assert_eq!((file.equal, file.differ), (0, 1), "only the streamed create counts");
+    assert_eq!(
+        (file.equal, file.differ),
+        (0, 1),
+        "only the streamed create counts"
+    );
     assert!(file.inherent.is_some());
-    assert_eq!(out.envelope["ts_ms"].equal + out.envelope["ts_ms"].differ, 0);
+    assert_eq!(
+        out.envelope["ts_ms"].equal + out.envelope["ts_ms"].differ,
+        0
+    );
     assert_eq!(out.envelope["source.version"].differ, 0);
     assert_eq!(out.envelope["source.pos"].equal, 1);
-    assert_eq!(out.columns["t.id"].equal, 4, "key.id and after.id of both records");
+    assert_eq!(
+        out.columns["t.id"].equal, 4,
+        "key.id and after.id of both records"
+    );
     assert_eq!(verdict(file, "mariadb", None), Verdict::Differs);
     assert_eq!(
         verdict(&out.envelope["ts_ms"], "mariadb", None),
@@ -129,15 +149,24 @@ fn a_difference_is_deliberate_only_when_every_value_fits_the_documented_one() {
         "another type: not covered"
     );
     let other = biu("18446744073709551615", "-2");
-    assert_eq!(verdict(&other, "mysql", Some("BIGINT UNSIGNED")), Verdict::Differs);
+    assert_eq!(
+        verdict(&other, "mysql", Some("BIGINT UNSIGNED")),
+        Verdict::Differs
+    );
     let same = biu("5", "5");
-    assert_eq!(verdict(&same, "mysql", Some("BIGINT UNSIGNED")), Verdict::Equal);
+    assert_eq!(
+        verdict(&same, "mysql", Some("BIGINT UNSIGNED")),
+        Verdict::Equal
+    );
     let json_doc = Tally {
         differ: 1,
         diffs: vec![(Some(json!("[1e300]")), Some(json!("[1.0E300]")))],
         ..Tally::default()
     };
-    assert!(matches!(verdict(&json_doc, "mysql", Some("JSON")), Verdict::Deliberate(_)));
+    assert!(matches!(
+        verdict(&json_doc, "mysql", Some("JSON")),
+        Verdict::Deliberate(_)
+    ));
     assert_eq!(
         verdict(&json_doc, "mariadb", Some("JSON")),
         Verdict::Differs,
@@ -165,7 +194,12 @@ fn the_report_counts_findings_and_shows_one_example_of_each_value() {
     let (md, findings) = report(
         &out,
         "mariadb",
-        &[cols("id", "INT"), cols("a", "TEXT"), cols("b", "INT"), cols("c", "INT")],
+        &[
+            cols("id", "INT"),
+            cols("a", "TEXT"),
+            cols("b", "INT"),
+            cols("c", "INT"),
+        ],
     );
     // a differs, c was never seen, one record only sluice wrote.
     assert_eq!(findings, 3, "{md}");
@@ -185,12 +219,20 @@ fn transaction_topics_are_paired_by_id_and_status_without_debeziums_empty_frames
             json!({"status": status, "id": id, "event_count": count, "data_collections": null}),
         )
     };
-    let s = vec![txn("BEGIN", "g1", Value::Null), txn("END", "g1", json!(3))];
+    let mut s = vec![txn("BEGIN", "g1", Value::Null), txn("END", "g1", json!(3))];
+    let tables = |order: [&str; 2]| {
+        json!(order.map(|t| json!({"data_collection": t, "event_count": t.len()})))
+    };
+    s[1].value.as_mut().unwrap()["data_collections"] = tables(["d.a", "d.bb"]);
     let d = vec![
         txn("BEGIN", "other", Value::Null),
         txn("END", "other", json!(0)),
         txn("BEGIN", "g1", Value::Null),
-        txn("END", "g1", json!(2)),
+        {
+            let mut end = txn("END", "g1", json!(2));
+            end.value.as_mut().unwrap()["data_collections"] = tables(["d.bb", "d.a"]);
+            end
+        },
         txn("BEGIN", "g2", Value::Null),
         txn("END", "g2", json!(1)),
     ];
@@ -200,6 +242,12 @@ fn transaction_topics_are_paired_by_id_and_status_without_debeziums_empty_frames
     let count = &out.envelope["txn_topic.event_count"];
     assert_eq!((count.equal, count.differ), (1, 1));
     assert_eq!(out.envelope["txn_topic.status"].equal, 2);
+    let tables = &out.envelope["txn_topic.data_collections"];
+    assert_eq!(
+        (tables.equal, tables.differ),
+        (2, 0),
+        "the same tables in another order"
+    );
     assert!(out.only_sluice.is_empty());
     let only: Vec<(&str, &str)> = out
         .only_dbz
