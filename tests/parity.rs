@@ -249,19 +249,6 @@ async fn parity_run() {
     let schemas = env("PARITY_SCHEMAS") == "1";
     require_worker().await;
     let db = unique(&format!("parity_{}", flavor.name));
-    let mut c = root(flavor.port).await;
-    if flavor.mysql {
-        mysql_gtids_debezium_can_read(&mut c).await;
-    }
-    exec(&mut c, &["SET time_zone = '+00:00'", "SET sql_mode = ''"]).await;
-    exec(&mut c, &[&format!("CREATE DATABASE {db}")]).await;
-    let (tables, left_out) = runnable(matrix(flavor));
-    create_tables(&mut c, &db, &tables).await;
-    for (t, cols) in &tables {
-        let sql = format!("INSERT INTO {db}.{t} VALUES (1, {})", values(cols, |c| c.a));
-        exec(&mut c, &[&sql]).await;
-    }
-
     // Debezium: the flavor's connector, its own plaintext login.
     let (class, user) = if flavor.mysql {
         ("io.debezium.connector.mysql.MySqlConnector", "sluice")
@@ -363,6 +350,19 @@ format = "json"
         code == 0,
         "sluice refuses the config (an option not built yet?): exit {code}\n{out}\nconfig:\n{text}"
     );
+
+    let mut c = root(flavor.port).await;
+    if flavor.mysql {
+        mysql_gtids_debezium_can_read(&mut c).await;
+    }
+    exec(&mut c, &["SET time_zone = '+00:00'", "SET sql_mode = ''"]).await;
+    exec(&mut c, &[&format!("CREATE DATABASE {db}")]).await;
+    let (tables, left_out) = runnable(matrix(flavor));
+    create_tables(&mut c, &db, &tables).await;
+    for (t, cols) in &tables {
+        let sql = format!("INSERT INTO {db}.{t} VALUES (1, {})", values(cols, |c| c.a));
+        exec(&mut c, &[&sql]).await;
+    }
 
     let connector = Connector::create(&format!("parity-{}", db.replace('_', "-")), &config).await;
     let log = std::fs::File::create(dir.path().join("sluice.log")).expect("log");

@@ -86,6 +86,33 @@ fn numbers_normalized(text: &str) -> String {
     out
 }
 
+/// MySQL JSON in a snapshot read: sluice's text is the server's `SELECT` rendering (Debezium's)
+/// without the blanks after `,` and `:` outside strings, the text of the binlog's form.
+fn json_without_blanks(s: Option<&Value>, d: Option<&Value>) -> bool {
+    let (Some(s), Some(d)) = (s.and_then(Value::as_str), d.and_then(Value::as_str)) else {
+        return false;
+    };
+    let mut compact = String::with_capacity(d.len());
+    let (mut in_string, mut escaped, mut after_separator) = (false, false, false);
+    for c in d.chars() {
+        if in_string {
+            (in_string, escaped) = match (escaped, c) {
+                (true, _) => (true, false),
+                (false, '\\') => (true, true),
+                (false, '"') => (false, false),
+                _ => (true, false),
+            };
+        } else if c == ' ' && after_separator {
+            continue;
+        } else {
+            in_string = c == '"';
+            after_separator = c == ',' || c == ':';
+        }
+        compact.push(c);
+    }
+    s != d && s == compact
+}
+
 /// The zero YEAR: sluice writes 0, Debezium 1900... or 2000 (its year conversion of 0).
 fn zero_year(s: Option<&Value>, _d: Option<&Value>) -> bool {
     s.and_then(Value::as_i64) == Some(0)
@@ -106,6 +133,14 @@ pub const DELIBERATE: &[Deliberate] = &[
         reason: "the same text but for numbers: sluice prints the doubles of MySQL's binary \
                  JSON as the server prints them, Debezium as Java does",
         fits: same_json_but_numbers,
+    },
+    Deliberate {
+        flavors: &["mysql"],
+        ty: "JSON",
+        reason: "snapshot reads: sluice writes the same text as for the binlog's form of the \
+                 value (no blanks after `,` and `:`, as Debezium's binlog reader does too); \
+                 Debezium's snapshot passes on the server's `SELECT` rendering, with the blanks",
+        fits: json_without_blanks,
     },
     Deliberate {
         flavors: &[],
@@ -155,4 +190,24 @@ fn a_json_text_differs_deliberately_only_in_how_numbers_are_printed() {
     );
     assert!(!fits("[1]", "[2]"));
     assert!(!same_json_but_numbers(Some(&json!(1)), Some(&json!(1.0))));
+}
+
+#[test]
+fn a_snapshot_json_text_differs_deliberately_only_in_the_blanks_of_the_servers_rendering() {
+    let s = |t: &str| Value::String(t.into());
+    let fits = |a: &str, b: &str| json_without_blanks(Some(&s(a)), Some(&s(b)));
+    assert!(fits(
+        r#"{"k":[1,2.5,"ü, x: y",null],"n":{"x":-1}}"#,
+        r#"{"k": [1, 2.5, "ü, x: y", null], "n": {"x": -1}}"#
+    ));
+    assert!(
+        !fits(r#"["a,b"]"#, r#"["a, b"]"#),
+        "blanks inside strings are text"
+    );
+    assert!(!fits(r#"[1,2]"#, r#"[1,2]"#), "equal is not a difference");
+    assert!(!fits(r#"[1,3]"#, r#"[1, 2]"#));
+    assert!(
+        !fits(r#"{"a":1}"#, r#"{"a" : 1}"#),
+        "only the server's blanks after `,` and `:`"
+    );
 }
