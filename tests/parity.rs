@@ -182,10 +182,11 @@ const DEBEZIUM_CANNOT_CAPTURE: &[(&str, &str)] = &[(
      parsed\"); sluice writes the 16 stored bytes",
 )];
 
+/// The type matrix: per table, its name and columns.
+type Tables = Vec<(&'static str, Vec<Col>)>;
+
 /// The matrix without the columns Debezium cannot capture, and those columns with the reason.
-fn runnable(
-    tables: Vec<(&'static str, Vec<Col>)>,
-) -> (Vec<(&'static str, Vec<Col>)>, Vec<(Column, &'static str)>) {
+fn runnable(tables: Tables) -> (Tables, Vec<(Column, &'static str)>) {
     let mut left_out = Vec::new();
     let tables = tables
         .into_iter()
