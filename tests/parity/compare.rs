@@ -107,10 +107,15 @@ pub fn fields(r: &Record) -> BTreeMap<String, Value> {
         }
     }
     if let Some(s) = schema(r.key.as_ref()) {
-        out.insert("key.schema".into(), s.clone());
+        flatten_schema(&mut out, "key.schema", s, &[]);
     }
     if let Some(s) = schema(r.value.as_ref()) {
-        out.insert("value.schema".into(), s.clone());
+        flatten_schema(
+            &mut out,
+            "value.schema",
+            s,
+            &["before", "after", "source", "transaction"],
+        );
     }
     match payload(r.value.as_ref()) {
         Some(Value::Object(m)) => {
@@ -136,6 +141,29 @@ pub fn fields(r: &Record) -> BTreeMap<String, Value> {
         out.insert(format!("header.{name}"), v);
     }
     out
+}
+
+/// A Connect STRUCT schema flattened: `prefix` holds its own attributes (with `fields` as the
+/// list of field names, so their order is compared), `prefix.<field>` each field's schema; the
+/// STRUCT fields named in `nested` are flattened the same way (the envelope's `before`,
+/// `after`, `source`, `transaction`), so a difference points at one column or field.
+fn flatten_schema(out: &mut BTreeMap<String, Value>, prefix: &str, s: &Value, nested: &[&str]) {
+    let Some(fields) = s.get("fields").and_then(Value::as_array) else {
+        out.insert(prefix.into(), s.clone());
+        return;
+    };
+    let mut own = s.clone();
+    own["fields"] = fields.iter().map(|f| f["field"].clone()).collect();
+    out.insert(prefix.into(), own);
+    for f in fields {
+        let name = f["field"].as_str().unwrap_or_default();
+        let path = format!("{prefix}.{name}");
+        if nested.contains(&name) {
+            flatten_schema(out, &path, f, &[]);
+        } else {
+            out.insert(path, f.clone());
+        }
+    }
 }
 
 /// Why a field is not compared: it cannot be equal by nature (a clock reading, a version, the
@@ -235,10 +263,19 @@ pub fn compare_table(out: &mut Outcome, table: &str, sluice: &[Record], dbz: &[R
         paths.sort();
         paths.dedup();
         for path in paths {
-            let column = ["key.", "before.", "after."]
-                .iter()
-                .find_map(|p| path.strip_prefix(p))
-                .filter(|c| *c != "schema");
+            // A column's values and (with Connect schemas) its field schema in the key and in
+            // `before`/`after`; the key's and the envelope's own attributes are envelope fields.
+            let column = [
+                "key.schema.",
+                "value.schema.before.",
+                "value.schema.after.",
+                "key.",
+                "before.",
+                "after.",
+            ]
+            .iter()
+            .find_map(|p| path.strip_prefix(p))
+            .filter(|c| *c != "schema");
             let tally = match column {
                 Some(c) => out.columns.entry(format!("{table}.{c}")).or_default(),
                 None => out.envelope.entry(path.clone()).or_default(),

@@ -65,6 +65,7 @@ fn connect_schemas_are_unwrapped_and_compared_as_fields() {
     assert_eq!(f["key.schema"], json!({"type": "struct"}));
     assert_eq!(f["value.schema"], json!({"name": "E"}));
     assert_eq!(f["after.x"], json!("a"));
+    assert_eq!(f["after.x"], json!("a"));
     assert_eq!(f["before"], Value::Null);
     assert_eq!(f["source.db"], json!("d"));
     assert_eq!(f["transaction"], Value::Null);
@@ -259,4 +260,59 @@ fn transaction_topics_are_paired_by_id_and_status_without_debeziums_empty_frames
         [("\"BEGIN\"", "\"g2\""), ("\"END\"", "\"g2\"")],
         "g2 has rows (END event_count 1); the empty frame of `other` is left out"
     );
+}
+
+#[test]
+fn a_schema_difference_points_at_its_column_or_envelope_field() {
+    let int = |name: &str, ty: &str| json!({"type": ty, "optional": false, "field": name});
+    let value_schema = |biu: &str, order: [&str; 2]| {
+        let value = json!({"type": "struct", "name": "d.t.Value", "optional": true,
+            "fields": order.map(|c| if c == "biu" { int("biu", biu) } else { int(c, "int32") })});
+        let mut before = value.clone();
+        before["field"] = json!("before");
+        let mut after = value;
+        after["field"] = json!("after");
+        json!({"type": "struct", "name": "d.t.Envelope", "version": 2, "fields": [
+            before, after,
+            {"type": "struct", "field": "source", "fields": [int("pos", "int64")]},
+            {"type": "string", "optional": false, "field": "op"}]})
+    };
+    let record = |biu: &str, order: [&str; 2]| {
+        rec(
+            json!({"schema": {"type": "struct", "name": "d.t.Key",
+                               "fields": [int("id", "int32")]}, "payload": {"id": 1}}),
+            json!({"schema": value_schema(biu, order), "payload": {"before": null,
+                   "after": {"id": 1, "biu": 5}, "source": {"pos": 4}, "op": "c"}}),
+        )
+    };
+    let mut out = Outcome::default();
+    compare_table(
+        &mut out,
+        "t",
+        &[record("int64", ["id", "biu"])],
+        &[record("string", ["biu", "id"])],
+    );
+    let biu = &out.columns["t.biu"];
+    assert_eq!(
+        (biu.equal, biu.differ),
+        (1, 2),
+        "its value, and its schema in before and after"
+    );
+    let (at, s, d) = biu.example.clone().unwrap();
+    assert_eq!(at, "t c {\"id\":1}, value.schema.after.biu");
+    assert_eq!(
+        (s.unwrap()["type"].clone(), d.unwrap()["type"].clone()),
+        (json!("int64"), json!("string"))
+    );
+    assert_eq!(
+        out.columns["t.id"].differ, 0,
+        "key value, key schema, value schemas: equal"
+    );
+    assert_eq!(out.columns["t.id"].equal, 5);
+    let order = &out.envelope["value.schema.after"];
+    assert_eq!(order.differ, 1, "the field order differs");
+    assert_eq!(out.envelope["value.schema.source.pos"].equal, 1);
+    assert_eq!(out.envelope["value.schema.op"].equal, 1);
+    assert_eq!(out.envelope["value.schema"].equal, 1);
+    assert_eq!(out.envelope["key.schema"].equal, 1);
 }
