@@ -263,22 +263,23 @@ pub fn compare_table(out: &mut Outcome, table: &str, sluice: &[Record], dbz: &[R
         paths.sort();
         paths.dedup();
         for path in paths {
-            // A column's values and (with Connect schemas) its field schema in the key and in
-            // `before`/`after`; the key's and the envelope's own attributes are envelope fields.
-            let column = [
-                "key.schema.",
-                "value.schema.before.",
-                "value.schema.after.",
-                "key.",
-                "before.",
-                "after.",
-            ]
-            .iter()
-            .find_map(|p| path.strip_prefix(p))
-            .filter(|c| *c != "schema");
-            let tally = match column {
-                Some(c) => out.columns.entry(format!("{table}.{c}")).or_default(),
-                None => out.envelope.entry(path.clone()).or_default(),
+            // A column's values; with Connect schemas, apart, its field schema in the key and
+            // in `before`/`after`; the key's and the envelope's own attributes are envelope
+            // fields.
+            let schema_of = ["key.schema.", "value.schema.before.", "value.schema.after."]
+                .iter()
+                .find_map(|p| path.strip_prefix(p));
+            let value_of = ["key.", "before.", "after."]
+                .iter()
+                .find_map(|p| path.strip_prefix(p))
+                .filter(|c| *c != "schema");
+            let tally = match (schema_of, value_of) {
+                (Some(c), _) => out
+                    .columns
+                    .entry(format!("{table}.{c} (schema)"))
+                    .or_default(),
+                (None, Some(c)) => out.columns.entry(format!("{table}.{c}")).or_default(),
+                (None, None) => out.envelope.entry(path.clone()).or_default(),
             };
             if let Some(why) = inherent(path, op == "r") {
                 tally.inherent = Some(why);
@@ -446,6 +447,18 @@ pub fn report(out: &Outcome, flavor: &str, columns: &[Column]) -> (String, usize
             c.ty,
             verdict_text(v, t)
         );
+        // Its Connect schema (with --schemas): no deliberate difference covers a schema.
+        if let Some(t) = out.columns.get(&format!("{field} (schema)")) {
+            let v = verdict(t, flavor, None);
+            findings += usize::from(v == Verdict::Differs);
+            let (at, s, d) = example_cells(t);
+            let text = verdict_text(v, t);
+            let _ = writeln!(
+                md,
+                "| {field} (schema) | {} | {text} | {at} | {s} | {d} |",
+                c.ty
+            );
+        }
     }
     md.push_str("\n| envelope field | result | first difference | sluice | Debezium |\n");
     md.push_str("| --- | --- | --- | --- | --- |\n");

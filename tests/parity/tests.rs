@@ -292,11 +292,12 @@ fn a_schema_difference_points_at_its_column_or_envelope_field() {
         &[record("int64", ["id", "biu"])],
         &[record("string", ["biu", "id"])],
     );
-    let biu = &out.columns["t.biu"];
+    assert_eq!(out.columns["t.biu"].equal, 1, "its value");
+    let biu = &out.columns["t.biu (schema)"];
     assert_eq!(
         (biu.equal, biu.differ),
-        (1, 2),
-        "its value, and its schema in before and after"
+        (0, 2),
+        "its schema in before and after"
     );
     let (at, s, d) = biu.example.clone().unwrap();
     assert_eq!(at, "t c {\"id\":1}, value.schema.after.biu");
@@ -304,11 +305,35 @@ fn a_schema_difference_points_at_its_column_or_envelope_field() {
         (s.unwrap()["type"].clone(), d.unwrap()["type"].clone()),
         (json!("int64"), json!("string"))
     );
+    assert_eq!(out.columns["t.id"].equal, 2, "key and after values");
+    let id = &out.columns["t.id (schema)"];
     assert_eq!(
-        out.columns["t.id"].differ, 0,
-        "key value, key schema, value schemas: equal"
+        (id.equal, id.differ),
+        (3, 0),
+        "key schema, before and after schemas"
     );
-    assert_eq!(out.columns["t.id"].equal, 5);
+    let cols = |n: &str, ty: &str| Column {
+        table: "t".into(),
+        name: n.into(),
+        ty: ty.into(),
+    };
+    let (md, _) = report(
+        &out,
+        "mysql",
+        &[cols("id", "INT"), cols("biu", "BIGINT UNSIGNED")],
+    );
+    assert!(
+        md.contains("| t.biu | BIGINT UNSIGNED | equal (1 values) |"),
+        "{md}"
+    );
+    assert!(
+        md.contains("| t.biu (schema) | BIGINT UNSIGNED | **differs** (2 of 2 values) |"),
+        "{md}"
+    );
+    assert!(
+        md.contains("| t.id (schema) | INT | equal (3 values) |"),
+        "{md}"
+    );
     let order = &out.envelope["value.schema.after"];
     assert_eq!(order.differ, 1, "the field order differs");
     assert_eq!(out.envelope["value.schema.source.pos"].equal, 1);
