@@ -367,7 +367,7 @@ format = "json"
 
     let connector = Connector::create(&format!("parity-{}", db.replace('_', "-")), &config).await;
     let log = std::fs::File::create(dir.path().join("sluice.log")).expect("log");
-    let _sluice = support::KillOnDrop(
+    let sluice = support::KillOnDrop(
         support::sluice_command()
             .args(["run", "--config"])
             .arg(&sluice_config)
@@ -476,7 +476,38 @@ format = "json"
         flavor.name, outcome.matched
     );
     drop(connector);
+    drop(sluice);
     if env("PARITY_KEEP") != "1" {
         exec(&mut c, &[&format!("DROP DATABASE {db}")]).await;
+        let mut topics: Vec<String> = dbz_topics.into_iter().chain(sluice_topics).collect();
+        topics.extend(txn_topics);
+        topics.extend([
+            format!("{db}.history"),
+            format!("sluice_{db}.offsets"),
+            format!("{db}.schema-changes"),
+            format!("_sluice_schema_history.{db}"),
+        ]);
+        delete_topics(&topics).await;
+    }
+}
+
+/// Deletes the run's topics (those that exist); a failure is only reported.
+async fn delete_topics(topics: &[String]) {
+    use rdkafka::admin::{AdminClient, AdminOptions};
+    use rdkafka::client::DefaultClientContext;
+    let admin: AdminClient<DefaultClientContext> = ClientConfig::new()
+        .set("bootstrap.servers", KAFKA)
+        .create()
+        .expect("admin client");
+    let names: Vec<&str> = topics.iter().map(String::as_str).collect();
+    match admin.delete_topics(&names, &AdminOptions::new()).await {
+        Ok(results) => {
+            for r in results {
+                if let Err((t, e)) = r {
+                    eprintln!("deleting topic {t}: {e}");
+                }
+            }
+        }
+        Err(e) => eprintln!("deleting the run's topics: {e}"),
     }
 }
