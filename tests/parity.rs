@@ -13,7 +13,8 @@
 //! `PARITY_SLUICE_ROUTE` (TOML lines added to sluice's route), `PARITY_DEBEZIUM` (a JSON
 //! object of connector properties), both with `{db}` standing for the database,
 //! `PARITY_RESET_GTIDS` (`1`: on MySQL, reset the scratch server's GTID state when it holds
-//! tagged GTIDs), `PARITY_OUT` (the report's path), `PARITY_KEEP` (`1`: keep the database).
+//! tagged GTIDs), `PARITY_OUT` (the report's path), `PARITY_KEEP` (`1`: keep the database and
+//! the topics; otherwise a run that finishes drops and deletes them).
 
 mod support;
 
