@@ -134,6 +134,22 @@ fn check_framing(meta: &[Rec], data: &[Rec]) -> usize {
             })
             .collect();
         assert_eq!(&listed, tables, "data_collections of {id}: {end}");
+        // On MySQL the END carries the commit time the rows' source block has (milliseconds
+        // from the GTID event), as Debezium's; MariaDB's is the commit event's second.
+        let source = data
+            .iter()
+            .filter_map(|r| r.value.as_ref())
+            .find(|v| v["transaction"]["id"] == json!(id))
+            .map(|v| v["source"].clone())
+            .expect("a row of the transaction");
+        if source["connector"] == "mysql" {
+            assert_eq!(end["ts_ms"], source["ts_ms"], "END ts_ms of {id}: {end}");
+        } else {
+            assert!(
+                end["ts_ms"].as_i64() >= source["ts_ms"].as_i64(),
+                "END before the rows' source time in {id}: {end} / {source}"
+            );
+        }
     }
     let extra: Vec<&String> = framed
         .keys()

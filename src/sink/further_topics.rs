@@ -35,8 +35,10 @@ impl Sink {
         }
     }
 
-    /// At the source commit: the `END` record of the transaction, if it had events.
-    pub(super) fn txn_metadata_end(&mut self, ts_ms: u64) -> Result<()> {
+    /// At the source commit (`commit_event_ts_ms`: the commit event's header time): the `END`
+    /// record of the transaction, if it had events.
+    pub(super) fn txn_metadata_end(&mut self, commit_event_ts_ms: u64) -> Result<()> {
+        let ts_ms = end_ts_ms(self.meta.connector, self.meta.ts_us, commit_event_ts_ms);
         let Some(rec) = self.txn_metadata.as_mut().and_then(|tm| tm.end(ts_ms)) else {
             return Ok(());
         };
@@ -125,5 +127,36 @@ impl Sink {
             self.pending = self.last_committed.clone();
         }
         self.pending.is_some()
+    }
+}
+
+/// The `END` record's `ts_ms`, as Debezium's connectors give it: on MySQL the transaction's
+/// commit time (`txn_ts_us`, from the GTID event's `original_commit_timestamp`, so with
+/// milliseconds; the header's seconds where the server logs none), on MariaDB the commit
+/// event's header time (whole seconds: its binlog has no finer time).
+fn end_ts_ms(connector: &str, txn_ts_us: u64, commit_event_ts_ms: u64) -> u64 {
+    if connector == "mysql" {
+        txn_ts_us / 1000
+    } else {
+        commit_event_ts_ms
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::end_ts_ms;
+
+    #[test]
+    fn end_time_is_the_commit_time_at_the_sources_resolution() {
+        // MySQL: the GTID event's commit time in µs, not the XID header's whole second.
+        assert_eq!(
+            end_ts_ms("mysql", 1_709_288_430_123_456, 1_709_288_430_000),
+            1_709_288_430_123
+        );
+        // MariaDB: the commit event's own second (a transaction may span a second boundary).
+        assert_eq!(
+            end_ts_ms("mariadb", 1_709_288_430_000_000, 1_709_288_431_000),
+            1_709_288_431_000
+        );
     }
 }
