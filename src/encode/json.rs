@@ -143,14 +143,21 @@ impl JsonEncoder {
             }
             None => out.extend_from_slice(b"null"),
         }
-        out.extend_from_slice(b",\"query\":null},\"transaction\":{\"id\":");
-        write_json_string(&mut out, &meta.id());
+        if op == Op::Read {
+            // A snapshot read belongs to no source transaction (as Debezium writes it).
+            out.extend_from_slice(b",\"query\":null},\"transaction\":null");
+        } else {
+            out.extend_from_slice(b",\"query\":null},\"transaction\":{\"id\":");
+            write_json_string(&mut out, &meta.id());
+            let _ = write!(
+                out,
+                ",\"total_order\":{},\"data_collection_order\":{}}}",
+                rp.total_order, rp.data_collection_order,
+            );
+        }
         let _ = write!(
             out,
-            ",\"total_order\":{},\"data_collection_order\":{}}},\"op\":\"{}\",\"ts_ms\":{},\
-             \"ts_us\":{},\"ts_ns\":{}}}",
-            rp.total_order,
-            rp.data_collection_order,
+            ",\"op\":\"{}\",\"ts_ms\":{},\"ts_us\":{},\"ts_ns\":{}}}",
             op.code(),
             ts.ms(),
             ts.us(),
@@ -280,6 +287,22 @@ mod tests {
             "op": op,
             "transaction": {"id": "0-1-42", "total_order": 3, "data_collection_order": 1}
         })
+    }
+
+    #[test]
+    fn snapshot_read_has_no_transaction_block() {
+        let got = run(
+            &table(vec![0], true),
+            RowsKind::Read,
+            RowImage {
+                before: None,
+                after: Some(row(1, "Ann")),
+            },
+        );
+        let mut want = doc("r", J::Null, json!({"id": 1, "name": "Ann"}));
+        want["source"]["snapshot"] = json!("true");
+        want["transaction"] = J::Null;
+        assert_eq!(got, vec![(json!({"id": 1}), want)]);
     }
 
     #[test]

@@ -169,14 +169,18 @@ impl AvroEncoder {
             None => put_long(&mut out, 0),
         }
         put_long(&mut out, 0); // query: null
-                               // transaction
-        put_long(&mut out, 1);
-        match &meta.gtid {
-            Some(g) => put_str(&mut out, g),
-            None => put_str(&mut out, &meta.id()),
+        if op == Op::Read {
+            // transaction: null, a snapshot read belongs to no source transaction (Debezium)
+            put_long(&mut out, 0);
+        } else {
+            put_long(&mut out, 1);
+            match &meta.gtid {
+                Some(g) => put_str(&mut out, g),
+                None => put_str(&mut out, &meta.id()),
+            }
+            put_long(&mut out, u64_to_long(rp.total_order));
+            put_long(&mut out, u64_to_long(rp.data_collection_order));
         }
-        put_long(&mut out, u64_to_long(rp.total_order));
-        put_long(&mut out, u64_to_long(rp.data_collection_order));
         put_str(&mut out, op.code());
         for t in [ts.ms(), ts.us(), ts.ns] {
             put_long(&mut out, 1);

@@ -1636,6 +1636,27 @@ fn envelope_source_and_transaction() {
 }
 
 #[test]
+fn snapshot_read_has_a_null_transaction() {
+    let t = ctx(
+        vec![col("id", ColumnKind::Int { unsigned: false }, false)],
+        vec![0],
+    );
+    let bytes = AvroEncoder::new("shop")
+        .envelope(
+            42,
+            &input(&t, &meta(), Op::Read, None, Some(&[Value::Int(1)]), NS),
+        )
+        .unwrap();
+    let env = fields(decode(
+        &t.avro.as_ref().unwrap().value.schema_json,
+        42,
+        &bytes,
+    ));
+    assert_eq!(field(&env, "op"), AV::String("r".into()));
+    assert_eq!(field(&env, "transaction"), null());
+}
+
+#[test]
 fn records_follow_the_shared_op_logic() {
     let t = ctx(
         vec![
