@@ -8,6 +8,12 @@
 //! Debezium, so compacted topics keep only live keys (decided in [`crate::encode::change`],
 //! shared with the Avro encoder).
 //!
+//! With the route's `json_schemas`, every key and envelope is written as
+//! `{"schema":<Kafka Connect schema>,"payload":<the document above>}`, as `JsonConverter` with
+//! `schemas.enable=true` writes Debezium's records: the prefix is computed once per table
+//! version ([`crate::encode::connect_schema`], held by the [`TableCtx`]), so a row costs a copy
+//! of it. Tombstones and the keys of tables without key stay null.
+//!
 //! The encoder is pure: the same input always gives the same bytes apart from the top-level
 //! `ts_ms`/`ts_us`/`ts_ns` (processing time), which is why tests compare parsed documents
 //! without them.
@@ -53,7 +59,11 @@ impl JsonEncoder {
             return None;
         }
         let row = row?;
-        let mut out = Vec::with_capacity(32);
+        let prefix = table.connect.as_ref().and_then(|c| c.key());
+        let mut out = Vec::with_capacity(32 + prefix.map_or(0, str::len));
+        if let Some(p) = prefix {
+            out.extend_from_slice(p.as_bytes());
+        }
         out.push(b'{');
         for (n, &i) in table.key_idx.iter().enumerate() {
             if n > 0 {
@@ -62,6 +72,9 @@ impl JsonEncoder {
             self.field(&mut out, table, row, i);
         }
         out.push(b'}');
+        if prefix.is_some() {
+            out.push(b'}');
+        }
         Some(out)
     }
 
@@ -103,7 +116,12 @@ impl JsonEncoder {
             ts,
         } = *e;
         let source_ts = EventTime::from_us(meta.ts_us);
-        let mut out = Vec::with_capacity(320 + 64 * table.schema.columns.len());
+        let prefix = table.connect.as_ref().map(|c| c.value(meta.connector));
+        let mut out =
+            Vec::with_capacity(320 + 64 * table.schema.columns.len() + prefix.map_or(0, str::len));
+        if let Some(p) = prefix {
+            out.extend_from_slice(p.as_bytes());
+        }
         out.extend_from_slice(b"{\"before\":");
         self.row_doc(&mut out, table, before);
         out.extend_from_slice(b",\"after\":");
@@ -156,6 +174,9 @@ impl JsonEncoder {
             ts.us(),
             ts.ns
         );
+        if prefix.is_some() {
+            out.push(b'}');
+        }
         out
     }
 }
@@ -183,6 +204,10 @@ mod tests {
     use std::sync::Arc;
 
     fn table(key: Vec<usize>, tombstones: bool) -> TableCtx {
+        table_with(key, tombstones, false)
+    }
+
+    fn table_with(key: Vec<usize>, tombstones: bool, json_schemas: bool) -> TableCtx {
         let schema = TableSchema {
             db: "shop".into(),
             table: "t".into(),
@@ -212,6 +237,7 @@ mod tests {
             key_columns: vec![],
             tombstones,
             avro: Default::default(),
+            json_schemas,
         };
         TableCtx::new(Arc::new(schema), route, key).unwrap()
     }
@@ -431,6 +457,128 @@ mod tests {
         assert_eq!(v["ts_ms"], json!(5123));
         assert_eq!(v["ts_us"], json!(5_123_456));
         assert_eq!(v["ts_ns"], json!(5_123_456_789u64));
+    }
+
+    /// The records of each kind of change, encoded with `encode`.
+    fn every_change(t: &TableCtx) -> Vec<Record> {
+        let images = [
+            (RowsKind::Insert, None, Some(row(1, "Ann"))),
+            (RowsKind::Update, Some(row(1, "Ann")), Some(row(1, "Bob"))),
+            (RowsKind::Update, Some(row(1, "Bob")), Some(row(2, "Bob"))),
+            (RowsKind::Delete, Some(row(2, "Bob")), None),
+            (RowsKind::Read, None, Some(row(3, "Cy"))),
+        ];
+        let mut out = Vec::new();
+        for (kind, before, after) in images {
+            let image = RowImage { before, after };
+            let change = RowChange {
+                table: t,
+                meta: &meta(),
+                kind,
+                row: &image,
+                row_pos: RowPos {
+                    pos: 1234,
+                    row: 0,
+                    total_order: 1,
+                    data_collection_order: 1,
+                },
+            };
+            JsonEncoder::new("shop").encode(&change, &mut out);
+        }
+        out
+    }
+
+    /// A document without the processing times (they differ between two encodings).
+    fn without_times(mut v: J) -> J {
+        if let Some(o) = v.as_object_mut() {
+            for k in ["ts_ms", "ts_us", "ts_ns"] {
+                o.remove(k);
+            }
+        }
+        v
+    }
+
+    #[test]
+    fn json_schemas_wrap_each_key_and_envelope_in_its_connect_schema() {
+        for key in [vec![0], vec![]] {
+            let plain = every_change(&table(key.clone(), true));
+            let wrapped_table = table_with(key.clone(), true, true);
+            let wrapped = every_change(&wrapped_table);
+            assert_eq!(plain.len(), wrapped.len(), "same records");
+            let schemas = crate::encode::connect_schema::ConnectSchemas::new(
+                &wrapped_table.schema,
+                &key,
+                "shop.t",
+                "mariadb",
+            );
+            let schema_of = |prefix: &str| -> J {
+                serde_json::from_str::<J>(&format!("{prefix}null}}")).unwrap()["schema"].clone()
+            };
+            for (p, w) in plain.iter().zip(&wrapped) {
+                match (&p.key, &w.key) {
+                    (None, None) => assert!(key.is_empty(), "only keyless tables have null keys"),
+                    (Some(p), Some(w)) => {
+                        let w: J = serde_json::from_slice(w).unwrap();
+                        assert_eq!(w["payload"], serde_json::from_slice::<J>(p).unwrap());
+                        assert_eq!(
+                            w["schema"],
+                            schema_of(schemas.key_prefix.as_deref().unwrap())
+                        );
+                        assert_eq!(w.as_object().unwrap().len(), 2);
+                    }
+                    other => panic!("key {other:?}"),
+                }
+                match (&p.value, &w.value) {
+                    (None, None) => {}
+                    (Some(p), Some(w)) => {
+                        let w: J = serde_json::from_slice(w).unwrap();
+                        assert_eq!(
+                            without_times(w["payload"].clone()),
+                            without_times(serde_json::from_slice::<J>(p).unwrap())
+                        );
+                        assert_eq!(w["schema"], schema_of(&schemas.value_prefix));
+                        assert_eq!(w.as_object().unwrap().len(), 2);
+                    }
+                    other => panic!("value {other:?}"),
+                }
+            }
+            assert!(
+                wrapped.iter().any(|r| r.value.is_none()),
+                "tombstones stay null"
+            );
+        }
+    }
+
+    #[test]
+    fn json_schemas_name_the_source_struct_by_the_connector() {
+        let t = table_with(vec![0], true, true);
+        let m = TxnMeta {
+            connector: "mysql",
+            ..meta()
+        };
+        let v = JsonEncoder::new("shop").envelope(&Envelope {
+            table: &t,
+            meta: &m,
+            op: Op::Create,
+            before: None,
+            after: Some(&row(1, "x")),
+            row_pos: RowPos {
+                pos: 9,
+                row: 0,
+                total_order: 1,
+                data_collection_order: 1,
+            },
+            ts: EventTime { ns: 1 },
+        });
+        let v: J = serde_json::from_slice(&v).unwrap();
+        let source = v["schema"]["fields"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|f| f["field"] == "source")
+            .unwrap();
+        assert_eq!(source["name"], "io.debezium.connector.mysql.Source");
+        assert_eq!(v["payload"]["source"]["connector"], "mysql");
     }
 
     /// The keys of a JSON object in the order they are written, with the keys of each
