@@ -277,9 +277,23 @@ async fn json_schemas_convert_and_match_debeziums_schemas(flavor: Flavor) {
         let sql: Vec<&str> = sql.iter().map(String::as_str).collect();
         exec(&mut c, &sql).await;
     }
+    // A table whose shape changes: each record carries the schema of its table version.
+    let db = &p.db;
+    exec(
+        &mut c,
+        &[
+            &format!("CREATE TABLE {db}.evolving (id INT PRIMARY KEY)"),
+            &format!("INSERT INTO {db}.evolving VALUES (1)"),
+            &format!("ALTER TABLE {db}.evolving ADD COLUMN note VARCHAR(10) NOT NULL"),
+            &format!("INSERT INTO {db}.evolving VALUES (2, 'x')"),
+        ],
+    )
+    .await;
+    statements += 2;
 
-    let topics: Vec<String> = tables.iter().map(|(t, _)| p.topic(t)).collect();
-    let want = RECORDS_PER_TABLE * tables.len();
+    let mut topics: Vec<String> = tables.iter().map(|(t, _)| p.topic(t)).collect();
+    topics.push(p.topic("evolving"));
+    let want = RECORDS_PER_TABLE * tables.len() + 2;
     let data = consume_raw(
         &topics,
         "read_committed",
@@ -346,6 +360,27 @@ async fn json_schemas_convert_and_match_debeziums_schemas(flavor: Flavor) {
         (false, 5),
         "[{}] {stderr}",
         flavor.name
+    );
+
+    let evolving_topic = p.topic("evolving");
+    let evolving: Vec<J> = data
+        .iter()
+        .filter(|r| r.topic == evolving_topic)
+        .map(|r| serde_json::from_slice(r.value.as_deref().expect("value")).expect("JSON"))
+        .collect();
+    let after_columns = |v: &J| -> Vec<J> {
+        let after = fields(&v["schema"])
+            .into_iter()
+            .find(|f| f["field"] == "after")
+            .expect("after");
+        fields(after).iter().map(|f| f["field"].clone()).collect()
+    };
+    assert_eq!(evolving.len(), 2, "[{}] {evolving:?}", flavor.name);
+    assert_eq!(after_columns(&evolving[0]), [json!("id")]);
+    assert_eq!(after_columns(&evolving[1]), [json!("id"), json!("note")]);
+    assert_eq!(
+        evolving[1]["payload"]["after"],
+        json!({"id": 2, "note": "x"})
     );
 
     // The schemas against Debezium's.
