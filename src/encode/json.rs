@@ -663,4 +663,128 @@ mod tests {
         let want: Vec<&str> = SOURCE_FIELDS.iter().map(|f| f.name()).collect();
         assert_eq!(names, want);
     }
+
+    /// The object keys of `name` inside `keys`, in the order written.
+    fn child<'a>(keys: &'a Keys, name: &str) -> &'a Keys {
+        keys.0
+            .iter()
+            .find(|(k, _)| k == name)
+            .and_then(|(_, v)| v.as_ref())
+            .unwrap_or_else(|| panic!("no object {name}"))
+    }
+
+    fn names(keys: &Keys) -> Vec<String> {
+        keys.0.iter().map(|(k, _)| k.clone()).collect()
+    }
+
+    /// A struct schema's field names, in order.
+    fn schema_fields(s: &J) -> Vec<String> {
+        s["fields"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|f| f["field"].as_str().unwrap().to_string())
+            .collect()
+    }
+
+    fn arb_columns() -> impl proptest::strategy::Strategy<Value = Vec<Column>> {
+        use proptest::prelude::*;
+        let kind = prop_oneof![
+            Just(ColumnKind::Int { unsigned: true }),
+            Just(ColumnKind::BigInt { unsigned: false }),
+            Just(ColumnKind::Double),
+            Just(ColumnKind::Date),
+            (0u8..=6).prop_map(|fsp| ColumnKind::DateTime { fsp }),
+            (0u8..=6).prop_map(|fsp| ColumnKind::Timestamp { fsp }),
+            (1u16..=64).prop_map(|bits| ColumnKind::Bit { bits }),
+            Just(ColumnKind::Set {
+                values: vec!["a".into(), "\"\\".into()]
+            }),
+            Just(ColumnKind::Json),
+            Just(ColumnKind::Geometry),
+            Just(ColumnKind::Vector { dimensions: None }),
+        ];
+        proptest::collection::vec((kind, any::<bool>()), 1..10).prop_map(|cols| {
+            cols.into_iter()
+                .enumerate()
+                .map(|(i, (kind, nullable))| Column {
+                    name: format!("c{i} \"é\""),
+                    kind,
+                    nullable,
+                })
+                .collect()
+        })
+    }
+
+    proptest::proptest! {
+        /// The Connect schema names exactly the fields the payload writes, in the same order
+        /// (key and both row structs), whatever the table's shape.
+        #[test]
+        fn json_schemas_describe_exactly_the_fields_written(
+            columns in arb_columns(),
+            key_len in 0usize..3,
+        ) {
+            let key: Vec<usize> = (0..key_len.min(columns.len())).collect();
+            let n = columns.len();
+            let schema = TableSchema {
+                db: "shop".into(),
+                table: "t".into(),
+                columns,
+                primary_key: key.clone(),
+            };
+            let route = RouteTarget {
+                on_schema_change: Default::default(),
+                topic: "shop.t".into(),
+                format: Format::Json,
+                key_columns: vec![],
+                tombstones: true,
+                avro: Default::default(),
+                json_schemas: true,
+            };
+            let t = TableCtx::new(Arc::new(schema), route, key.clone()).unwrap();
+            let image = RowImage {
+                before: Some(vec![Value::Null; n]),
+                after: Some(vec![Value::Null; n]),
+            };
+            let mut out = Vec::new();
+            let change = RowChange {
+                table: &t,
+                meta: &meta(),
+                kind: RowsKind::Update,
+                row: &image,
+                row_pos: RowPos { pos: 1, row: 0, total_order: 1, data_collection_order: 1 },
+            };
+            JsonEncoder::new("shop").encode(&change, &mut out);
+            let value = out[0].value.as_deref().unwrap();
+            let doc: J = serde_json::from_slice(value).unwrap();
+            // The payload's own text (the prefix, then the payload, then `}`): `Keys` keeps
+            // the order written.
+            let prefixes = t.connect.as_deref().unwrap();
+            let from = prefixes.value(meta().connector).len();
+            let payload: Keys = serde_json::from_slice(&value[from..value.len() - 1]).unwrap();
+            let payload = &payload;
+            for field in ["before", "after"] {
+                let schema = doc["schema"]["fields"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .find(|f| f["field"] == field)
+                    .unwrap();
+                proptest::prop_assert_eq!(names(child(payload, field)), schema_fields(schema));
+            }
+            proptest::prop_assert_eq!(
+                names(payload),
+                schema_fields(&doc["schema"])
+            );
+            match out[0].key.as_deref() {
+                None => proptest::prop_assert!(key.is_empty()),
+                Some(k) => {
+                    let doc: J = serde_json::from_slice(k).unwrap();
+                    let from = prefixes.key().unwrap().len();
+                    let keys: Keys = serde_json::from_slice(&k[from..k.len() - 1]).unwrap();
+                    proptest::prop_assert_eq!(names(&keys), schema_fields(&doc["schema"]));
+                }
+            }
+        }
+    }
 }
