@@ -40,6 +40,10 @@ fn utf8(max_bytes: u16) -> ColumnKind {
 }
 
 fn table(format: Format) -> TableCtx {
+    table_with(format, false)
+}
+
+fn table_with(format: Format, json_schemas: bool) -> TableCtx {
     let schema = TableSchema {
         db: "shop".into(),
         table: "orders".into(),
@@ -78,6 +82,7 @@ fn table(format: Format) -> TableCtx {
         key_columns: vec![],
         tombstones: true,
         avro: AvroOptions::default(),
+        json_schemas,
     };
     TableCtx::new(Arc::new(schema), route, vec![0]).expect("table")
 }
@@ -293,6 +298,18 @@ fn bench(c: &mut Criterion) {
             let row = &rows[i % rows.len()];
             i += 1;
             json.encode(&insert(&json_t, &m, row), &mut out);
+            std::hint::black_box(&out);
+        })
+    });
+
+    // The same with the Connect schemas: the per-table prefix is copied, not recomputed.
+    let schemas_t = table_with(Format::Json, true);
+    g.bench_function("json_schemas", |b| {
+        b.iter(|| {
+            out.clear();
+            let row = &rows[i % rows.len()];
+            i += 1;
+            json.encode(&insert(&schemas_t, &m, row), &mut out);
             std::hint::black_box(&out);
         })
     });

@@ -10,54 +10,11 @@
 
 mod support;
 
-use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
-use support::connect::{require_worker, worker_log_tail, Connector};
-use support::{consume_raw, die_with_test, exec, root, unique, Flavor, KAFKA};
-
-const CHECK: &str = concat!(
-    env!("CARGO_MANIFEST_DIR"),
-    "/scripts/lib/connect-json-check/run"
-);
-
-/// Runs the checker with `args` (and `stdin`): (exit code, one JSON document per output line,
-/// stderr).
-fn check(args: &[&str], stdin: Option<&str>) -> (i32, Vec<Value>, String) {
-    let mut child = die_with_test(Command::new(CHECK))
-        .args(args)
-        .stdin(if stdin.is_some() {
-            Stdio::piped()
-        } else {
-            Stdio::null()
-        })
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("run connect-json-check");
-    if let Some(text) = stdin {
-        use std::io::Write;
-        child
-            .stdin
-            .take()
-            .expect("stdin")
-            .write_all(text.as_bytes())
-            .expect("write stdin");
-    }
-    let out = child.wait_with_output().expect("connect-json-check output");
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    let lines = stdout
-        .lines()
-        .filter(|l| !l.trim().is_empty())
-        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("checker line {l:?}: {e}")))
-        .collect();
-    (
-        out.status.code().unwrap_or(-1),
-        lines,
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
-}
+use support::connect::{json_check as check, require_worker, worker_log_tail, Connector};
+use support::{consume_raw, exec, root, unique, Flavor, KAFKA};
 
 /// The names of a STRUCT schema's fields (as the checker prints them).
 fn field_names(schema: &Value) -> Vec<&str> {

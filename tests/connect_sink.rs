@@ -1,8 +1,10 @@
-//! sluice's Avro topics consumed by a real Kafka Connect sink: Debezium's JDBC sink connector
-//! on the test bed's Connect worker (`scripts/services up connect`), reading the records with
-//! Apicurio's `AvroConverter` in Confluent framing and writing them into a second database on
-//! the same server. After inserts, updates, primary-key changes and deletes on two tables (one
-//! with a composite key), the target tables must equal the source tables row by row.
+//! sluice's topics consumed by a real Kafka Connect sink: Debezium's JDBC sink connector on the
+//! test bed's Connect worker (`scripts/services up connect`), reading the records of an Avro
+//! route with Apicurio's `AvroConverter` in Confluent framing, or those of a JSON route with
+//! `json_schemas = true` with Kafka Connect's `JsonConverter` (`schemas.enable=true`), and
+//! writing them into a second database on the same server. After inserts, updates,
+//! primary-key changes and deletes on two tables (one with a composite key), the target tables
+//! must equal the source tables row by row.
 //!
 //! The sink is set up as README's "Kafka Connect sinks" recipe says: upsert by record key,
 //! deletes applied, tables created by the sink, `read_committed` consumption (Connect sinks
@@ -136,10 +138,60 @@ async fn rows_of(c: &mut mysql_async::Conn, db: &str, table: &str, like: &str) -
         .unwrap_or_else(|e| panic!("{sql}: {e}"))
 }
 
+/// How sluice writes the records and the sink reads them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Wire {
+    /// `format = "avro"`, Apicurio's `AvroConverter`.
+    Avro,
+    /// `format = "json"` with `json_schemas = true`, Kafka Connect's `JsonConverter`.
+    JsonSchemas,
+}
+
+impl Wire {
+    /// The sink connector's key and value converter settings.
+    fn converters(self) -> serde_json::Value {
+        match self {
+            // Apicurio's converter reads Confluent framing: magic byte, then a 4-byte id
+            // (as-confluent) that is the registry's content id (use-id), looked up through
+            // Apicurio's v2 API.
+            Wire::Avro => {
+                let registry = "http://127.0.0.1:8081/apis/registry/v2";
+                json!({
+                    "key.converter": "io.apicurio.registry.utils.converter.AvroConverter",
+                    "key.converter.apicurio.registry.url": registry,
+                    "key.converter.apicurio.registry.as-confluent": "true",
+                    "key.converter.apicurio.registry.use-id": "contentId",
+                    "value.converter": "io.apicurio.registry.utils.converter.AvroConverter",
+                    "value.converter.apicurio.registry.url": registry,
+                    "value.converter.apicurio.registry.as-confluent": "true",
+                    "value.converter.apicurio.registry.use-id": "contentId",
+                })
+            }
+            Wire::JsonSchemas => json!({
+                "key.converter": "org.apache.kafka.connect.json.JsonConverter",
+                "key.converter.schemas.enable": "true",
+                "value.converter": "org.apache.kafka.connect.json.JsonConverter",
+                "value.converter.schemas.enable": "true",
+            }),
+        }
+    }
+}
+
 async fn sink_replicates_inserts_updates_key_changes_and_deletes(flavor: Flavor) {
+    sink_replicates(flavor, Wire::Avro).await
+}
+
+async fn json_schemas_sink_replicates_inserts_updates_key_changes_and_deletes(flavor: Flavor) {
+    sink_replicates(flavor, Wire::JsonSchemas).await
+}
+
+async fn sink_replicates(flavor: Flavor, wire: Wire) {
     let started = Instant::now();
     require_worker().await;
-    let p = Pipeline::new_avro(flavor, "connect", "");
+    let p = match wire {
+        Wire::Avro => Pipeline::new_avro(flavor, "connect", ""),
+        Wire::JsonSchemas => Pipeline::new(flavor, "connect_js", "json_schemas = true"),
+    };
     let tables: Vec<(&str, &str)> = TABLES.iter().map(|t| (t.0, t.1)).collect();
     let (mut c, _sluice) = p.start_with(&tables).await;
     let target = format!("{}_sink", p.db);
@@ -198,13 +250,8 @@ async fn sink_replicates_inserts_updates_key_changes_and_deletes(flavor: Flavor)
             "root",
         )
     };
-    // Apicurio's converter reads Confluent framing: magic byte, then a 4-byte id (as-confluent)
-    // that is the registry's content id (use-id), looked up through Apicurio's v2 API.
-    let registry = "http://127.0.0.1:8081/apis/registry/v2";
     let name = format!("sluice-test-{}", p.name.replace('_', "-"));
-    let connector = Connector::create(
-        &name,
-        &json!({
+    let mut config = json!({
             "connector.class": "io.debezium.connector.jdbc.JdbcSinkConnector",
             "tasks.max": "1",
             "topics": topics.join(","),
@@ -222,17 +269,13 @@ async fn sink_replicates_inserts_updates_key_changes_and_deletes(flavor: Flavor)
             "consumer.override.isolation.level": "read_committed",
             "consumer.override.auto.offset.reset": "earliest",
             "header.converter": "org.apache.kafka.connect.storage.StringConverter",
-            "key.converter": "io.apicurio.registry.utils.converter.AvroConverter",
-            "key.converter.apicurio.registry.url": registry,
-            "key.converter.apicurio.registry.as-confluent": "true",
-            "key.converter.apicurio.registry.use-id": "contentId",
-            "value.converter": "io.apicurio.registry.utils.converter.AvroConverter",
-            "value.converter.apicurio.registry.url": registry,
-            "value.converter.apicurio.registry.as-confluent": "true",
-            "value.converter.apicurio.registry.use-id": "contentId",
-        }),
-    )
-    .await;
+    });
+    if let (Some(config), serde_json::Value::Object(converters)) =
+        (config.as_object_mut(), wire.converters())
+    {
+        config.extend(converters);
+    }
+    let connector = Connector::create(&name, &config).await;
 
     // The sink's committed offsets reach the offset after the last record.
     let deadline = Instant::now() + Duration::from_secs(180);
@@ -297,11 +340,14 @@ async fn sink_replicates_inserts_updates_key_changes_and_deletes(flavor: Flavor)
     drop(connector);
     exec(&mut c, &[&format!("DROP DATABASE {target}")]).await;
     eprintln!(
-        "[{}] {} records through the JDBC sink; test took {:?}",
+        "[{}] {} {wire:?} records through the JDBC sink; test took {:?}",
         flavor.name,
         want,
         started.elapsed()
     );
 }
 
-per_flavor!(sink_replicates_inserts_updates_key_changes_and_deletes);
+per_flavor!(
+    sink_replicates_inserts_updates_key_changes_and_deletes,
+    json_schemas_sink_replicates_inserts_updates_key_changes_and_deletes
+);

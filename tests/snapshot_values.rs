@@ -342,6 +342,7 @@ fn ctx(schema: &Arc<TableSchema>, format: Format) -> TableCtx {
         key_columns: vec![],
         tombstones: true,
         avro: AvroOptions::default(),
+        json_schemas: false,
     };
     TableCtx::new(schema.clone(), route, schema.primary_key.clone()).expect("table context")
 }

@@ -54,15 +54,19 @@ pub fn sink_settings(cfg: &Config) -> SinkSettings {
         client: client_config(cfg),
         registry: cfg.needs_registry().then(|| cfg.schema_registry.clone()),
         dlq_topic: cfg.dlq_topic(),
-        transaction_metadata: cfg
-            .transaction_metadata
-            .enabled
-            .then(|| (cfg.transaction_topic(), cfg.transaction_metadata.format)),
+        transaction_metadata: cfg.transaction_metadata.enabled.then(|| {
+            (
+                cfg.transaction_topic(),
+                cfg.transaction_metadata.format,
+                cfg.transaction_metadata.json_schemas,
+            )
+        }),
         heartbeat: cfg.heartbeat.enabled().then(|| {
             (
                 cfg.heartbeat_topic(),
                 Duration::from_millis(cfg.heartbeat.interval_ms),
                 cfg.heartbeat.format,
+                cfg.heartbeat.json_schemas,
             )
         }),
         data_topic_patterns: Router::new(cfg)

@@ -21,6 +21,7 @@ impl Config {
             tombstones: true,
             on_schema_change: OnSchemaChange::Evolve,
             avro_enums: false,
+            json_schemas: false,
         }
     }
 

@@ -31,6 +31,12 @@ pub struct HeartbeatConfig {
     /// `[schema_registry]`). Default: `"json"`.
     #[serde(default)]
     pub format: Format,
+    /// With `format = "json"`: write each key and value as `{"schema": <Kafka Connect
+    /// schema>, "payload": <the record>}` (Debezium's `ServerNameKey` / `Heartbeat` schemas,
+    /// as `JsonConverter` with `schemas.enable=true` writes them), like a route's
+    /// `json_schemas`. Default: false.
+    #[serde(default)]
+    pub json_schemas: bool,
 }
 
 impl HeartbeatConfig {

@@ -49,6 +49,8 @@ pub struct RouteTarget {
     pub on_schema_change: OnSchemaChange,
     /// Avro encoding options (used when `format` is Avro).
     pub avro: AvroOptions,
+    /// JSON with Kafka Connect schemas (`{"schema":…,"payload":…}`; `format` is JSON).
+    pub json_schemas: bool,
 }
 
 /// One piece of a parsed topic template.
@@ -71,6 +73,7 @@ struct CompiledRoute {
     tombstones: bool,
     on_schema_change: OnSchemaChange,
     avro_enums: bool,
+    json_schemas: bool,
 }
 
 /// Compiled table filter and route table. Build it once with [`Router::new`]; both
@@ -129,6 +132,7 @@ impl Router {
                 tombstones: route.tombstones,
                 on_schema_change: route.on_schema_change,
                 avro_enums: route.avro_enums,
+                json_schemas: route.json_schemas,
             });
         }
         if !problems.is_empty() {
@@ -197,6 +201,7 @@ impl Router {
                 avro: AvroOptions {
                     enum_as_avro_enum: route.avro_enums,
                 },
+                json_schemas: route.json_schemas,
             }));
         }
         Ok(None)

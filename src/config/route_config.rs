@@ -100,6 +100,12 @@ pub struct RouteConfig {
     /// member must then be a valid Avro symbol). Default: false.
     #[serde(default)]
     pub avro_enums: bool,
+    /// With `format = "json"`: write every key and value as
+    /// `{"schema": <Kafka Connect schema>, "payload": <the record>}`, as Kafka Connect's
+    /// `JsonConverter` with `schemas.enable=true` writes Debezium's records (tombstones and the
+    /// keys of tables without key stay null). Default: false.
+    #[serde(default)]
+    pub json_schemas: bool,
 }
 
 fn default_true() -> bool {

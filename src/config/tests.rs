@@ -2085,3 +2085,60 @@ fn heartbeats_are_off_by_default_and_paced_sensibly() {
         .unwrap();
     assert_eq!(c.heartbeat.interval_ms, 250);
 }
+
+#[test]
+fn json_schemas_is_off_by_default_and_needs_format_json() {
+    let c = parse(MINIMAL).unwrap();
+    assert!(!c.effective_routes()[0].json_schemas);
+    assert!(!c.transaction_metadata.json_schemas);
+    assert!(!c.heartbeat.json_schemas);
+    let c = parse(&with(
+        "[transaction_metadata]\nenabled = true\njson_schemas = true\n\
+         [heartbeat]\ninterval_ms = 1000\njson_schemas = true\n\
+         [[route]]\nmatch = \"shop\\\\..*\"\ntopic = \"t\"\njson_schemas = true",
+    ))
+    .unwrap();
+    assert!(c.transaction_metadata.json_schemas && c.heartbeat.json_schemas);
+    let target = c
+        .router()
+        .unwrap()
+        .route("shop", "orders")
+        .unwrap()
+        .unwrap();
+    assert!(target.json_schemas);
+    assert_eq!(target.format, Format::Json);
+    let registry = "[schema_registry]\nurl = \"http://127.0.0.1:8081/apis/ccompat/v7\"\n";
+    let p = assert_problem(
+        &with(&format!(
+            "{registry}[[route]]\nmatch = \"a\\\\..*\"\ntopic = \"t\"\nformat = \"avro\"\n\
+             json_schemas = true"
+        )),
+        "route[0].json_schemas",
+    );
+    assert!(p.found.contains("avro"), "{p}");
+    assert!(p.fix.contains("format = \"json\""), "{p}");
+    for section in ["transaction_metadata", "heartbeat"] {
+        let on = if section == "heartbeat" {
+            "interval_ms = 1000"
+        } else {
+            "enabled = true"
+        };
+        let p = assert_problem(
+            &with(&format!(
+                "{registry}[{section}]\n{on}\nformat = \"avro\"\njson_schemas = true"
+            )),
+            &format!("{section}.json_schemas"),
+        );
+        assert!(p.to_string().contains(section), "{p}");
+    }
+    // The environment sets the further topics' option like every other field.
+    let c = Config::from_str_with_env(
+        MINIMAL,
+        env(&[
+            ("SLUICE_HEARTBEAT_JSON_SCHEMAS", "true"),
+            ("SLUICE_TRANSACTION_METADATA_JSON_SCHEMAS", "true"),
+        ]),
+    )
+    .unwrap();
+    assert!(c.heartbeat.json_schemas && c.transaction_metadata.json_schemas);
+}

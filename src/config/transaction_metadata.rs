@@ -26,6 +26,12 @@ pub struct TransactionMetadataConfig {
     /// wire format; needs `[schema_registry]`). Default: `"json"`.
     #[serde(default)]
     pub format: Format,
+    /// With `format = "json"`: write each key and value as `{"schema": <Kafka Connect
+    /// schema>, "payload": <the record>}` (Debezium's `TransactionMetadataKey` /
+    /// `TransactionMetadataValue` schemas, as `JsonConverter` with `schemas.enable=true`
+    /// writes them), like a route's `json_schemas`. Default: false.
+    #[serde(default)]
+    pub json_schemas: bool,
 }
 
 impl TransactionMetadataConfig {

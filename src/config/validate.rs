@@ -57,6 +57,18 @@ impl Config {
         schema_registry::validate(&self.schema_registry, avro_user.as_deref(), &mut problems);
         api::validate(&self.api, &mut problems);
         heartbeat::validate(&self.heartbeat, &mut problems);
+        json_schemas_needs_json(
+            "transaction_metadata",
+            self.transaction_metadata.json_schemas,
+            self.transaction_metadata.format,
+            &mut problems,
+        );
+        json_schemas_needs_json(
+            "heartbeat",
+            self.heartbeat.json_schemas,
+            self.heartbeat.format,
+            &mut problems,
+        );
         let limits = limits::Limits {
             max_event_bytes: self.source.max_event_bytes,
             channel_max_bytes: self.source.channel_max_bytes,
@@ -438,6 +450,12 @@ impl Config {
 
     fn validate_routes(&self, problems: &mut Vec<Problem>) {
         for (i, route) in self.routes.iter().enumerate() {
+            json_schemas_needs_json(
+                &format!("route[{i}]"),
+                route.json_schemas,
+                route.format,
+                problems,
+            );
             let mut seen = std::collections::BTreeSet::new();
             for (j, column) in route.key_columns.iter().enumerate() {
                 let path = format!("route[{i}].key_columns[{j}]");
@@ -458,5 +476,24 @@ impl Config {
                 }
             }
         }
+    }
+}
+
+/// `<section>.json_schemas = true` wraps JSON records in Kafka Connect schemas: it needs
+/// `<section>.format = "json"` (Avro records carry their schemas in the registry).
+fn json_schemas_needs_json(
+    section: &str,
+    json_schemas: bool,
+    format: Format,
+    problems: &mut Vec<Problem>,
+) {
+    if json_schemas && format != Format::Json {
+        problems.push(Problem::new(
+            format!("{section}.json_schemas"),
+            format!("json_schemas = true with format = \"{format}\""),
+            "json_schemas = true only with format = \"json\" (it writes JSON records with \
+             their Kafka Connect schemas; Avro records have theirs in the schema registry)",
+            format!("set {section}.format = \"json\", or remove {section}.json_schemas"),
+        ));
     }
 }

@@ -94,6 +94,16 @@ impl ConnectSchemas {
     }
 }
 
+/// A record with its schema: `prefix` (a `{"schema":…,"payload":` text), then `payload`, then
+/// the closing `}`.
+pub fn with_schema(prefix: &str, payload: &[u8]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(prefix.len() + payload.len() + 1);
+    out.extend_from_slice(prefix.as_bytes());
+    out.extend_from_slice(payload);
+    out.push(b'}');
+    out
+}
+
 /// Appends `,"field":<name>}` (closing a field's schema object).
 fn push_field_name(s: &mut String, name: &str) {
     s.push_str(r#","field":"#);

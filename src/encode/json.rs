@@ -8,6 +8,12 @@
 //! Debezium, so compacted topics keep only live keys (decided in [`crate::encode::change`],
 //! shared with the Avro encoder).
 //!
+//! With the route's `json_schemas`, every key and envelope is written as
+//! `{"schema":<Kafka Connect schema>,"payload":<the document above>}`, as `JsonConverter` with
+//! `schemas.enable=true` writes Debezium's records: the prefix is computed once per table
+//! version ([`crate::encode::connect_schema`], held by the [`TableCtx`]), so a row costs a copy
+//! of it. Tombstones and the keys of tables without key stay null.
+//!
 //! The encoder is pure: the same input always gives the same bytes apart from the top-level
 //! `ts_ms`/`ts_us`/`ts_ns` (processing time), which is why tests compare parsed documents
 //! without them.
@@ -53,7 +59,11 @@ impl JsonEncoder {
             return None;
         }
         let row = row?;
-        let mut out = Vec::with_capacity(32);
+        let prefix = table.connect.as_ref().and_then(|c| c.key());
+        let mut out = Vec::with_capacity(32 + prefix.map_or(0, str::len));
+        if let Some(p) = prefix {
+            out.extend_from_slice(p.as_bytes());
+        }
         out.push(b'{');
         for (n, &i) in table.key_idx.iter().enumerate() {
             if n > 0 {
@@ -62,6 +72,9 @@ impl JsonEncoder {
             self.field(&mut out, table, row, i);
         }
         out.push(b'}');
+        if prefix.is_some() {
+            out.push(b'}');
+        }
         Some(out)
     }
 
@@ -103,7 +116,12 @@ impl JsonEncoder {
             ts,
         } = *e;
         let source_ts = EventTime::from_us(meta.ts_us);
-        let mut out = Vec::with_capacity(320 + 64 * table.schema.columns.len());
+        let prefix = table.connect.as_ref().map(|c| c.value(meta.connector));
+        let mut out =
+            Vec::with_capacity(320 + 64 * table.schema.columns.len() + prefix.map_or(0, str::len));
+        if let Some(p) = prefix {
+            out.extend_from_slice(p.as_bytes());
+        }
         out.extend_from_slice(b"{\"before\":");
         self.row_doc(&mut out, table, before);
         out.extend_from_slice(b",\"after\":");
@@ -163,6 +181,9 @@ impl JsonEncoder {
             ts.us(),
             ts.ns
         );
+        if prefix.is_some() {
+            out.push(b'}');
+        }
         out
     }
 }
@@ -190,6 +211,10 @@ mod tests {
     use std::sync::Arc;
 
     fn table(key: Vec<usize>, tombstones: bool) -> TableCtx {
+        table_with(key, tombstones, false)
+    }
+
+    fn table_with(key: Vec<usize>, tombstones: bool, json_schemas: bool) -> TableCtx {
         let schema = TableSchema {
             db: "shop".into(),
             table: "t".into(),
@@ -219,6 +244,7 @@ mod tests {
             key_columns: vec![],
             tombstones,
             avro: Default::default(),
+            json_schemas,
         };
         TableCtx::new(Arc::new(schema), route, key).unwrap()
     }
@@ -456,6 +482,128 @@ mod tests {
         assert_eq!(v["ts_ns"], json!(5_123_456_789u64));
     }
 
+    /// The records of each kind of change, encoded with `encode`.
+    fn every_change(t: &TableCtx) -> Vec<Record> {
+        let images = [
+            (RowsKind::Insert, None, Some(row(1, "Ann"))),
+            (RowsKind::Update, Some(row(1, "Ann")), Some(row(1, "Bob"))),
+            (RowsKind::Update, Some(row(1, "Bob")), Some(row(2, "Bob"))),
+            (RowsKind::Delete, Some(row(2, "Bob")), None),
+            (RowsKind::Read, None, Some(row(3, "Cy"))),
+        ];
+        let mut out = Vec::new();
+        for (kind, before, after) in images {
+            let image = RowImage { before, after };
+            let change = RowChange {
+                table: t,
+                meta: &meta(),
+                kind,
+                row: &image,
+                row_pos: RowPos {
+                    pos: 1234,
+                    row: 0,
+                    total_order: 1,
+                    data_collection_order: 1,
+                },
+            };
+            JsonEncoder::new("shop").encode(&change, &mut out);
+        }
+        out
+    }
+
+    /// A document without the processing times (they differ between two encodings).
+    fn without_times(mut v: J) -> J {
+        if let Some(o) = v.as_object_mut() {
+            for k in ["ts_ms", "ts_us", "ts_ns"] {
+                o.remove(k);
+            }
+        }
+        v
+    }
+
+    #[test]
+    fn json_schemas_wrap_each_key_and_envelope_in_its_connect_schema() {
+        for key in [vec![0], vec![]] {
+            let plain = every_change(&table(key.clone(), true));
+            let wrapped_table = table_with(key.clone(), true, true);
+            let wrapped = every_change(&wrapped_table);
+            assert_eq!(plain.len(), wrapped.len(), "same records");
+            let schemas = crate::encode::connect_schema::ConnectSchemas::new(
+                &wrapped_table.schema,
+                &key,
+                "shop.t",
+                "mariadb",
+            );
+            let schema_of = |prefix: &str| -> J {
+                serde_json::from_str::<J>(&format!("{prefix}null}}")).unwrap()["schema"].clone()
+            };
+            for (p, w) in plain.iter().zip(&wrapped) {
+                match (&p.key, &w.key) {
+                    (None, None) => assert!(key.is_empty(), "only keyless tables have null keys"),
+                    (Some(p), Some(w)) => {
+                        let w: J = serde_json::from_slice(w).unwrap();
+                        assert_eq!(w["payload"], serde_json::from_slice::<J>(p).unwrap());
+                        assert_eq!(
+                            w["schema"],
+                            schema_of(schemas.key_prefix.as_deref().unwrap())
+                        );
+                        assert_eq!(w.as_object().unwrap().len(), 2);
+                    }
+                    other => panic!("key {other:?}"),
+                }
+                match (&p.value, &w.value) {
+                    (None, None) => {}
+                    (Some(p), Some(w)) => {
+                        let w: J = serde_json::from_slice(w).unwrap();
+                        assert_eq!(
+                            without_times(w["payload"].clone()),
+                            without_times(serde_json::from_slice::<J>(p).unwrap())
+                        );
+                        assert_eq!(w["schema"], schema_of(&schemas.value_prefix));
+                        assert_eq!(w.as_object().unwrap().len(), 2);
+                    }
+                    other => panic!("value {other:?}"),
+                }
+            }
+            assert!(
+                wrapped.iter().any(|r| r.value.is_none()),
+                "tombstones stay null"
+            );
+        }
+    }
+
+    #[test]
+    fn json_schemas_name_the_source_struct_by_the_connector() {
+        let t = table_with(vec![0], true, true);
+        let m = TxnMeta {
+            connector: "mysql",
+            ..meta()
+        };
+        let v = JsonEncoder::new("shop").envelope(&Envelope {
+            table: &t,
+            meta: &m,
+            op: Op::Create,
+            before: None,
+            after: Some(&row(1, "x")),
+            row_pos: RowPos {
+                pos: 9,
+                row: 0,
+                total_order: 1,
+                data_collection_order: 1,
+            },
+            ts: EventTime { ns: 1 },
+        });
+        let v: J = serde_json::from_slice(&v).unwrap();
+        let source = v["schema"]["fields"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|f| f["field"] == "source")
+            .unwrap();
+        assert_eq!(source["name"], "io.debezium.connector.mysql.Source");
+        assert_eq!(v["payload"]["source"]["connector"], "mysql");
+    }
+
     /// The keys of a JSON object in the order they are written, with the keys of each
     /// object-valued field.
     struct Keys(Vec<(String, Option<Keys>)>);
@@ -537,5 +685,129 @@ mod tests {
         let names: Vec<&str> = source.iter().map(|(k, _)| k.as_str()).collect();
         let want: Vec<&str> = SOURCE_FIELDS.iter().map(|f| f.name()).collect();
         assert_eq!(names, want);
+    }
+
+    /// The object keys of `name` inside `keys`, in the order written.
+    fn child<'a>(keys: &'a Keys, name: &str) -> &'a Keys {
+        keys.0
+            .iter()
+            .find(|(k, _)| k == name)
+            .and_then(|(_, v)| v.as_ref())
+            .unwrap_or_else(|| panic!("no object {name}"))
+    }
+
+    fn names(keys: &Keys) -> Vec<String> {
+        keys.0.iter().map(|(k, _)| k.clone()).collect()
+    }
+
+    /// A struct schema's field names, in order.
+    fn schema_fields(s: &J) -> Vec<String> {
+        s["fields"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|f| f["field"].as_str().unwrap().to_string())
+            .collect()
+    }
+
+    fn arb_columns() -> impl proptest::strategy::Strategy<Value = Vec<Column>> {
+        use proptest::prelude::*;
+        let kind = prop_oneof![
+            Just(ColumnKind::Int { unsigned: true }),
+            Just(ColumnKind::BigInt { unsigned: false }),
+            Just(ColumnKind::Double),
+            Just(ColumnKind::Date),
+            (0u8..=6).prop_map(|fsp| ColumnKind::DateTime { fsp }),
+            (0u8..=6).prop_map(|fsp| ColumnKind::Timestamp { fsp }),
+            (1u16..=64).prop_map(|bits| ColumnKind::Bit { bits }),
+            Just(ColumnKind::Set {
+                values: vec!["a".into(), "\"\\".into()]
+            }),
+            Just(ColumnKind::Json),
+            Just(ColumnKind::Geometry),
+            Just(ColumnKind::Vector { dimensions: None }),
+        ];
+        proptest::collection::vec((kind, any::<bool>()), 1..10).prop_map(|cols| {
+            cols.into_iter()
+                .enumerate()
+                .map(|(i, (kind, nullable))| Column {
+                    name: format!("c{i} \"é\""),
+                    kind,
+                    nullable,
+                })
+                .collect()
+        })
+    }
+
+    proptest::proptest! {
+        /// The Connect schema names exactly the fields the payload writes, in the same order
+        /// (key and both row structs), whatever the table's shape.
+        #[test]
+        fn json_schemas_describe_exactly_the_fields_written(
+            columns in arb_columns(),
+            key_len in 0usize..3,
+        ) {
+            let key: Vec<usize> = (0..key_len.min(columns.len())).collect();
+            let n = columns.len();
+            let schema = TableSchema {
+                db: "shop".into(),
+                table: "t".into(),
+                columns,
+                primary_key: key.clone(),
+            };
+            let route = RouteTarget {
+                on_schema_change: Default::default(),
+                topic: "shop.t".into(),
+                format: Format::Json,
+                key_columns: vec![],
+                tombstones: true,
+                avro: Default::default(),
+                json_schemas: true,
+            };
+            let t = TableCtx::new(Arc::new(schema), route, key.clone()).unwrap();
+            let image = RowImage {
+                before: Some(vec![Value::Null; n]),
+                after: Some(vec![Value::Null; n]),
+            };
+            let mut out = Vec::new();
+            let change = RowChange {
+                table: &t,
+                meta: &meta(),
+                kind: RowsKind::Update,
+                row: &image,
+                row_pos: RowPos { pos: 1, row: 0, total_order: 1, data_collection_order: 1 },
+            };
+            JsonEncoder::new("shop").encode(&change, &mut out);
+            let value = out[0].value.as_deref().unwrap();
+            let doc: J = serde_json::from_slice(value).unwrap();
+            // The payload's own text (the prefix, then the payload, then `}`): `Keys` keeps
+            // the order written.
+            let prefixes = t.connect.as_deref().unwrap();
+            let from = prefixes.value(meta().connector).len();
+            let payload: Keys = serde_json::from_slice(&value[from..value.len() - 1]).unwrap();
+            let payload = &payload;
+            for field in ["before", "after"] {
+                let schema = doc["schema"]["fields"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .find(|f| f["field"] == field)
+                    .unwrap();
+                proptest::prop_assert_eq!(names(child(payload, field)), schema_fields(schema));
+            }
+            proptest::prop_assert_eq!(
+                names(payload),
+                schema_fields(&doc["schema"])
+            );
+            match out[0].key.as_deref() {
+                None => proptest::prop_assert!(key.is_empty()),
+                Some(k) => {
+                    let doc: J = serde_json::from_slice(k).unwrap();
+                    let from = prefixes.key().unwrap().len();
+                    let keys: Keys = serde_json::from_slice(&k[from..k.len() - 1]).unwrap();
+                    proptest::prop_assert_eq!(names(&keys), schema_fields(&doc["schema"]));
+                }
+            }
+        }
     }
 }

@@ -1,12 +1,14 @@
 //! A table as the encoders and the sink see it ([`TableCtx`]): its schema, its route and what
 //! is derived from them once per table version (key columns, escaped JSON field names, the
-//! Avro plan); and [`route_key_idx`], the key columns a route gives a table.
+//! Avro plan, the Kafka Connect schemas of `json_schemas` routes); and [`route_key_idx`], the
+//! key columns a route gives a table.
 
 use std::sync::Arc;
 
 use crate::config::route::RouteTarget;
 use crate::config::Format;
 use crate::encode::avro::AvroTable;
+use crate::encode::connect_schema::ConnectSchemas;
 use crate::error::Result;
 use crate::schema::TableSchema;
 
@@ -28,6 +30,40 @@ pub struct TableCtx {
     /// Avro schemas and writing plan, derived once per table version when the route's format
     /// is Avro.
     pub avro: Option<Arc<AvroTable>>,
+    /// The `{"schema":…,"payload":` prefixes of the records, derived once per table version
+    /// when the route asks for `json_schemas`.
+    pub connect: Option<Box<ConnectPrefixes>>,
+}
+
+/// The Kafka Connect schemas of a `json_schemas` table, for either connector name the
+/// `source` block's struct can carry (`io.debezium.connector.<connector>.Source`).
+#[derive(Debug)]
+pub struct ConnectPrefixes {
+    mysql: ConnectSchemas,
+    mariadb: ConnectSchemas,
+}
+
+impl ConnectPrefixes {
+    fn new(schema: &TableSchema, key_idx: &[usize], topic: &str) -> ConnectPrefixes {
+        ConnectPrefixes {
+            mysql: ConnectSchemas::new(schema, key_idx, topic, "mysql"),
+            mariadb: ConnectSchemas::new(schema, key_idx, topic, "mariadb"),
+        }
+    }
+
+    /// The key's prefix (`None` for tables without key columns: their keys stay null).
+    pub fn key(&self) -> Option<&str> {
+        self.mysql.key_prefix.as_deref()
+    }
+
+    /// The envelope's prefix for records of `connector` (`mysql` or `mariadb`).
+    pub fn value(&self, connector: &str) -> &str {
+        if connector == "mariadb" {
+            &self.mariadb.value_prefix
+        } else {
+            &self.mysql.value_prefix
+        }
+    }
 }
 
 impl TableCtx {
@@ -53,6 +89,8 @@ impl TableCtx {
             )?)),
             Format::Json => None,
         };
+        let connect = (route.json_schemas && route.format == Format::Json)
+            .then(|| Box::new(ConnectPrefixes::new(&schema, &key_idx, &route.topic)));
         let label = format!("{}.{}", schema.db, schema.table);
         // A table first seen while streaming (created after the start): its series exist from
         // its first table map, before any of its records commit.
@@ -64,6 +102,7 @@ impl TableCtx {
             key_idx,
             json_names,
             avro,
+            connect,
         })
     }
 }

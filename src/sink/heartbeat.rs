@@ -14,6 +14,7 @@ use std::time::{Duration, Instant};
 
 use crate::config::Format;
 use crate::encode::avro::{put_header, put_long, put_str, SchemaIds};
+use crate::encode::connect_schema::with_schema;
 use crate::encode::json::Record;
 use crate::encode::json_value::write_json_string;
 
@@ -37,6 +38,24 @@ pub const KEY_NAME: &str = "io.debezium.connector.common.ServerNameKey";
 /// Full name of the value record.
 pub const VALUE_NAME: &str = "io.debezium.connector.common.Heartbeat";
 
+/// The key's Kafka Connect schema as `JsonConverter` (`schemas.enable=true`) writes Debezium's
+/// `SchemaFactory.heartbeatKeySchema`: the prefix of a `json_schemas` key.
+pub const CONNECT_KEY_PREFIX: &str = concat!(
+    r#"{"schema":{"type":"struct","fields":["#,
+    r#"{"type":"string","optional":false,"field":"serverName"}"#,
+    r#"],"optional":false,"name":"io.debezium.connector.common.ServerNameKey","version":1},"#,
+    r#""payload":"#
+);
+
+/// The value's Kafka Connect schema (Debezium's `SchemaFactory.heartbeatValueSchema`): the
+/// prefix of a `json_schemas` value.
+pub const CONNECT_VALUE_PREFIX: &str = concat!(
+    r#"{"schema":{"type":"struct","fields":["#,
+    r#"{"type":"int64","optional":false,"field":"ts_ms"}"#,
+    r#"],"optional":false,"name":"io.debezium.connector.common.Heartbeat","version":1},"#,
+    r#""payload":"#
+);
+
 /// The heartbeat of one pipeline: its topic, interval, format and when it last beat.
 #[derive(Debug)]
 pub(crate) struct Heartbeat {
@@ -44,6 +63,8 @@ pub(crate) struct Heartbeat {
     pub topic: String,
     interval: Duration,
     format: Format,
+    /// JSON records carry their Connect schemas (`json_schemas`).
+    json_schemas: bool,
     /// The pipeline name (the key's `serverName`).
     server_name: String,
     ids: Option<SchemaIds>,
@@ -62,10 +83,18 @@ impl Heartbeat {
             topic,
             interval,
             format,
+            json_schemas: false,
             server_name: server_name.to_string(),
             ids: None,
             last: None,
         }
+    }
+
+    /// With `on`, JSON records are written with their Kafka Connect schemas
+    /// ([`CONNECT_KEY_PREFIX`], [`CONNECT_VALUE_PREFIX`]).
+    pub(crate) fn with_json_schemas(mut self, on: bool) -> Heartbeat {
+        self.json_schemas = on;
+        self
     }
 
     /// How long until the next heartbeat is due (zero: due now).
@@ -114,6 +143,10 @@ impl Heartbeat {
                 let mut value = Vec::with_capacity(32);
                 // Writing into a Vec cannot fail.
                 let _ = write!(value, "{{\"ts_ms\":{ts_ms}}}");
+                if self.json_schemas {
+                    key = with_schema(CONNECT_KEY_PREFIX, &key);
+                    value = with_schema(CONNECT_VALUE_PREFIX, &value);
+                }
                 Record {
                     key: Some(key),
                     value: Some(value),
@@ -145,6 +178,31 @@ mod tests {
         assert_eq!(value, json!({"ts_ms": 1234}));
         assert!(!hb.due(), "the next is an interval away");
         assert!(hb.due_in() > Duration::from_secs(3500));
+    }
+
+    #[test]
+    fn json_schemas_wrap_the_same_documents_in_debeziums_connect_schemas() {
+        let mut hb = Heartbeat::new("t".into(), Duration::ZERO, Format::Json, "shop")
+            .with_json_schemas(true);
+        let rec = hb.beat(1234);
+        let key: J = serde_json::from_slice(rec.key.as_deref().unwrap()).unwrap();
+        let value: J = serde_json::from_slice(rec.value.as_deref().unwrap()).unwrap();
+        assert_eq!(key["payload"], json!({"serverName": "shop"}));
+        assert_eq!(value["payload"], json!({"ts_ms": 1234}));
+        assert_eq!(
+            key["schema"],
+            json!({"type": "struct", "fields": [
+                {"type": "string", "optional": false, "field": "serverName"}],
+                "optional": false, "name": "io.debezium.connector.common.ServerNameKey",
+                "version": 1})
+        );
+        assert_eq!(
+            value["schema"],
+            json!({"type": "struct", "fields": [
+                {"type": "int64", "optional": false, "field": "ts_ms"}],
+                "optional": false, "name": "io.debezium.connector.common.Heartbeat",
+                "version": 1})
+        );
     }
 
     #[test]

@@ -319,10 +319,16 @@ impl Sink {
             txn_metadata: s
                 .transaction_metadata
                 .clone()
-                .map(|(topic, format)| txn_metadata::TxnMetadata::new(topic, format)),
-            heartbeat: s.heartbeat.clone().map(|(topic, interval, format)| {
-                heartbeat::Heartbeat::new(topic, interval, format, &s.name)
-            }),
+                .map(|(topic, format, json_schemas)| {
+                    txn_metadata::TxnMetadata::new(topic, format).with_json_schemas(json_schemas)
+                }),
+            heartbeat: s
+                .heartbeat
+                .clone()
+                .map(|(topic, interval, format, json_schemas)| {
+                    heartbeat::Heartbeat::new(topic, interval, format, &s.name)
+                        .with_json_schemas(json_schemas)
+                }),
             last_committed: None,
             s,
         };

@@ -48,11 +48,13 @@ pub struct SinkSettings {
     pub topics: TopicSettings,
     /// The Schema Registry of Avro routes (`None` when no route uses Avro).
     pub registry: Option<crate::config::SchemaRegistryConfig>,
-    /// Debezium's transaction metadata topic and the format of its records, when
-    /// `[transaction_metadata]` is enabled.
-    pub transaction_metadata: Option<(String, crate::config::Format)>,
-    /// Debezium's heartbeat topic, interval and record format, when `[heartbeat]` is enabled.
-    pub heartbeat: Option<(String, Duration, crate::config::Format)>,
+    /// Debezium's transaction metadata topic, the format of its records and whether JSON
+    /// records carry their Connect schemas (`json_schemas`), when `[transaction_metadata]` is
+    /// enabled.
+    pub transaction_metadata: Option<(String, crate::config::Format, bool)>,
+    /// Debezium's heartbeat topic, interval, record format and whether JSON records carry
+    /// their Connect schemas (`json_schemas`), when `[heartbeat]` is enabled.
+    pub heartbeat: Option<(String, Duration, crate::config::Format, bool)>,
     /// Dead-letter topic of routes with `on_schema_change = "dlq"`.
     pub dlq_topic: String,
     /// Names the routes can expand to (the data topics), for [`super::unmarked`] (the partitions it looks at).
@@ -72,8 +74,8 @@ pub(crate) fn unmarked_scope(s: &SinkSettings) -> unmarked::Scope {
         patterns: s.data_topic_patterns.clone(),
         own_topics: [s.schema_changes_topic.clone(), s.dlq_topic.clone()]
             .into_iter()
-            .chain(s.transaction_metadata.iter().map(|(t, _)| t.clone()))
-            .chain(s.heartbeat.iter().map(|(t, _, _)| t.clone()))
+            .chain(s.transaction_metadata.iter().map(|(t, ..)| t.clone()))
+            .chain(s.heartbeat.iter().map(|(t, ..)| t.clone()))
             .collect(),
         skip: vec![s.offsets_topic.clone(), s.schema_history_topic.clone()],
     }

@@ -26,6 +26,7 @@ use std::io::Write;
 
 use crate::config::Format;
 use crate::encode::avro::{put_header, put_long, put_str, SchemaIds};
+use crate::encode::connect_schema::with_schema;
 use crate::encode::json::Record;
 use crate::encode::json_value::write_json_string;
 
@@ -57,6 +58,32 @@ pub const KEY_NAME: &str = "io.debezium.connector.common.TransactionMetadataKey"
 /// See [`KEY_NAME`].
 pub const VALUE_NAME: &str = "io.debezium.connector.common.TransactionMetadataValue";
 
+/// The key's Kafka Connect schema as `JsonConverter` (`schemas.enable=true`) writes Debezium's
+/// `SchemaFactory.transactionKeySchema`: the prefix of a `json_schemas` key.
+pub const CONNECT_KEY_PREFIX: &str = concat!(
+    r#"{"schema":{"type":"struct","fields":["#,
+    r#"{"type":"string","optional":false,"field":"id"}"#,
+    r#"],"optional":false,"name":"io.debezium.connector.common.TransactionMetadataKey","version":1},"#,
+    r#""payload":"#
+);
+
+/// The value's Kafka Connect schema (Debezium's `SchemaFactory.transactionValueSchema`, the
+/// array's items its `transactionEventCountPerDataCollectionSchema`): the prefix of a
+/// `json_schemas` value.
+pub const CONNECT_VALUE_PREFIX: &str = concat!(
+    r#"{"schema":{"type":"struct","fields":["#,
+    r#"{"type":"string","optional":false,"field":"status"},"#,
+    r#"{"type":"string","optional":false,"field":"id"},"#,
+    r#"{"type":"int64","optional":true,"field":"event_count"},"#,
+    r#"{"type":"array","items":{"type":"struct","fields":["#,
+    r#"{"type":"string","optional":false,"field":"data_collection"},"#,
+    r#"{"type":"int64","optional":false,"field":"event_count"}"#,
+    r#"],"optional":true,"name":"event.collection","version":1},"optional":true,"field":"data_collections"},"#,
+    r#"{"type":"int64","optional":false,"field":"ts_ms"}"#,
+    r#"],"optional":false,"name":"io.debezium.connector.common.TransactionMetadataValue","version":1},"#,
+    r#""payload":"#
+);
+
 /// The counts of the open source transaction, once its first event was written.
 #[derive(Debug, Default)]
 struct Open {
@@ -72,6 +99,8 @@ pub(crate) struct TxnMetadata {
     /// The topic.
     pub topic: String,
     format: Format,
+    /// JSON records carry their Connect schemas (`json_schemas`).
+    json_schemas: bool,
     /// The registered key and value schema ids (Avro), once registered.
     ids: Option<SchemaIds>,
     open: Option<Open>,
@@ -83,9 +112,17 @@ impl TxnMetadata {
         TxnMetadata {
             topic,
             format,
+            json_schemas: false,
             ids: None,
             open: None,
         }
+    }
+
+    /// With `on`, JSON records are written with their Kafka Connect schemas
+    /// ([`CONNECT_KEY_PREFIX`], [`CONNECT_VALUE_PREFIX`]).
+    pub(crate) fn with_json_schemas(mut self, on: bool) -> TxnMetadata {
+        self.json_schemas = on;
+        self
     }
 
     /// Whether the records need schema ids not registered yet (Avro).
@@ -140,6 +177,13 @@ impl TxnMetadata {
     fn record(&self, id: &str, end: Option<&Open>, ts_ms: u64) -> Record {
         match (self.format, self.ids) {
             (Format::Avro, Some(ids)) => avro_record(id, end, ts_ms, ids),
+            _ if self.json_schemas => {
+                let rec = json_record(id, end, ts_ms);
+                Record {
+                    key: rec.key.map(|k| with_schema(CONNECT_KEY_PREFIX, &k)),
+                    value: rec.value.map(|v| with_schema(CONNECT_VALUE_PREFIX, &v)),
+                }
+            }
             _ => json_record(id, end, ts_ms),
         }
     }
@@ -270,6 +314,39 @@ mod tests {
                        {"data_collection": "shop.lines", "event_count": 3}],
                    "ts_ms": 2000})
         );
+    }
+
+    #[test]
+    fn json_schemas_wrap_the_same_documents_in_debeziums_connect_schemas() {
+        let (plain_begin, plain_end) = one_txn(Format::Json, None);
+        let mut m = TxnMetadata::new("t".into(), Format::Json).with_json_schemas(true);
+        let begin = m.begin("0-1-7".into(), 1_000);
+        m.count("shop.orders", 1);
+        m.count("shop.lines", 3);
+        m.count("shop.orders", 2);
+        let end = m.end(2_000).unwrap();
+        let schema = |prefix: &str| parse(format!("{prefix}null}}").as_bytes())["schema"].clone();
+        for (plain, wrapped) in [(plain_begin, begin), (plain_end, end)] {
+            let key = parse(wrapped.key.as_deref().unwrap());
+            assert_eq!(key["payload"], parse(plain.key.as_deref().unwrap()));
+            assert_eq!(key["schema"], schema(CONNECT_KEY_PREFIX));
+            let value = parse(wrapped.value.as_deref().unwrap());
+            assert_eq!(value["payload"], parse(plain.value.as_deref().unwrap()));
+            assert_eq!(value["schema"], schema(CONNECT_VALUE_PREFIX));
+        }
+        // Debezium's field order and names (SchemaFactory.transactionValueSchema).
+        let s = schema(CONNECT_VALUE_PREFIX);
+        let names: Vec<&str> = s["fields"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|f| f["field"].as_str().unwrap())
+            .collect();
+        assert_eq!(
+            names,
+            ["status", "id", "event_count", "data_collections", "ts_ms"]
+        );
+        assert_eq!(s["fields"][3]["items"]["name"], "event.collection");
     }
 
     #[test]

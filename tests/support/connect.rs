@@ -6,6 +6,7 @@
 //! When the worker cannot be reached the tests fail (they do not skip): `scripts/test` starts it.
 
 use std::collections::BTreeMap;
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use rdkafka::config::ClientConfig;
@@ -217,4 +218,47 @@ pub fn committed_offsets(
             ((t.clone(), *p), off)
         })
         .collect()
+}
+
+/// The JsonConverter checker (`scripts/lib/connect-json-check`: Kafka Connect's own
+/// `JsonConverter`, `schemas.enable=true`, on each key and value, then back).
+const JSON_CHECK: &str = concat!(
+    env!("CARGO_MANIFEST_DIR"),
+    "/scripts/lib/connect-json-check/run"
+);
+
+/// Runs the JsonConverter checker with `args` (and `stdin`): (exit code, one JSON document per
+/// output line, stderr).
+pub fn json_check(args: &[&str], stdin: Option<&str>) -> (i32, Vec<Value>, String) {
+    let mut child = super::die_with_test(Command::new(JSON_CHECK))
+        .args(args)
+        .stdin(if stdin.is_some() {
+            Stdio::piped()
+        } else {
+            Stdio::null()
+        })
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("run connect-json-check");
+    if let Some(text) = stdin {
+        use std::io::Write;
+        let mut input = child.stdin.take().expect("stdin");
+        let text = text.to_string();
+        // A writer thread: the checker answers line by line, so a large input must not wait
+        // for the output to be read.
+        std::thread::spawn(move || input.write_all(text.as_bytes()).expect("write stdin"));
+    }
+    let out = child.wait_with_output().expect("connect-json-check output");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let lines = stdout
+        .lines()
+        .filter(|l| !l.trim().is_empty())
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("checker line {l:?}: {e}")))
+        .collect();
+    (
+        out.status.code().unwrap_or(-1),
+        lines,
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
 }

@@ -39,6 +39,7 @@ fn route(topic: &str, format: Format, opts: AvroOptions) -> RouteTarget {
         key_columns: vec![],
         tombstones: true,
         avro: opts,
+        json_schemas: false,
     }
 }
 
