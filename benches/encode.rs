@@ -78,6 +78,7 @@ fn table(format: Format) -> TableCtx {
         key_columns: vec![],
         tombstones: true,
         avro: AvroOptions::default(),
+        rules: Default::default(),
     };
     TableCtx::new(Arc::new(schema), route, vec![0]).expect("table")
 }

@@ -342,6 +342,7 @@ fn ctx(schema: &Arc<TableSchema>, format: Format) -> TableCtx {
         key_columns: vec![],
         tombstones: true,
         avro: AvroOptions::default(),
+        rules: Default::default(),
     };
     TableCtx::new(schema.clone(), route, schema.primary_key.clone()).expect("table context")
 }

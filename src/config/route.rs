@@ -9,6 +9,7 @@
 
 use regex::{Regex, RegexSet};
 
+use super::route_rules::RouteRules;
 use super::{Config, ConfigError, Format, OnSchemaChange, Problem};
 use crate::encode::avro::AvroOptions;
 
@@ -49,6 +50,8 @@ pub struct RouteTarget {
     pub on_schema_change: OnSchemaChange,
     /// Avro encoding options (used when `format` is Avro).
     pub avro: AvroOptions,
+    /// Key-change headers, `BIGINT UNSIGNED`, skipped operations and column rules.
+    pub rules: RouteRules,
 }
 
 /// One piece of a parsed topic template.
@@ -71,6 +74,7 @@ struct CompiledRoute {
     tombstones: bool,
     on_schema_change: OnSchemaChange,
     avro_enums: bool,
+    rules: RouteRules,
 }
 
 /// Compiled table filter and route table. Build it once with [`Router::new`]; both
@@ -120,6 +124,17 @@ impl Router {
                         continue;
                     }
                 };
+            let rules_input = super::route_rules::RulesInput {
+                key_change_headers: route.key_change_headers,
+                bigint_unsigned: route.bigint_unsigned,
+                skipped_operations: &route.skipped_operations,
+                column_exclude: &route.column_exclude,
+                column_mask: &route.column_mask,
+                column_hash: &route.column_hash,
+            };
+            let Some(rules) = super::route_rules::compile(index, &rules_input, problems) else {
+                continue;
+            };
             routes.push(CompiledRoute {
                 index,
                 regex,
@@ -129,6 +144,7 @@ impl Router {
                 tombstones: route.tombstones,
                 on_schema_change: route.on_schema_change,
                 avro_enums: route.avro_enums,
+                rules,
             });
         }
         if !problems.is_empty() {
@@ -197,6 +213,7 @@ impl Router {
                 avro: AvroOptions {
                     enum_as_avro_enum: route.avro_enums,
                 },
+                rules: route.rules.clone(),
             }));
         }
         Ok(None)

@@ -18,7 +18,7 @@ use std::io::Write;
 use crate::encode::change::{encode_change, EnvelopeWriter};
 pub use crate::encode::change::{Envelope, Op, Record, RowChange, RowPos};
 use crate::encode::envelope::EventTime;
-use crate::encode::json_value::{write_json_string, write_json_value};
+use crate::encode::json_value::write_json_string;
 use crate::encode::table_ctx::TableCtx;
 use crate::value::Value;
 
@@ -49,30 +49,7 @@ impl JsonEncoder {
 
     /// The key document, or `None` for tables without key columns.
     pub fn key(&self, table: &TableCtx, row: Option<&[Value]>) -> Option<Vec<u8>> {
-        if table.key_idx.is_empty() {
-            return None;
-        }
-        let row = row?;
-        let mut out = Vec::with_capacity(32);
-        out.push(b'{');
-        for (n, &i) in table.key_idx.iter().enumerate() {
-            if n > 0 {
-                out.push(b',');
-            }
-            self.field(&mut out, table, row, i);
-        }
-        out.push(b'}');
-        Some(out)
-    }
-
-    fn field(&self, out: &mut Vec<u8>, table: &TableCtx, row: &[Value], i: usize) {
-        if let (Some(name), Some(col)) = (table.json_names.get(i), table.schema.columns.get(i)) {
-            out.extend_from_slice(name.as_bytes());
-            match row.get(i) {
-                Some(v) => write_json_value(out, col, v),
-                None => out.extend_from_slice(b"null"),
-            }
-        }
+        crate::encode::key_header::json_key(table, row?)
     }
 
     fn row_doc(&self, out: &mut Vec<u8>, table: &TableCtx, row: Option<&[Value]>) {
@@ -81,11 +58,11 @@ impl JsonEncoder {
             return;
         };
         out.push(b'{');
-        for i in 0..table.schema.columns.len() {
+        for i in 0..table.out.schema.columns.len() {
             if i > 0 {
                 out.push(b',');
             }
-            self.field(out, table, row, i);
+            crate::encode::key_header::write_field(out, table, row, i);
         }
         out.push(b'}');
     }
@@ -103,7 +80,7 @@ impl JsonEncoder {
             ts,
         } = *e;
         let source_ts = EventTime::from_us(meta.ts_us);
-        let mut out = Vec::with_capacity(320 + 64 * table.schema.columns.len());
+        let mut out = Vec::with_capacity(320 + 64 * table.out.schema.columns.len());
         out.extend_from_slice(b"{\"before\":");
         self.row_doc(&mut out, table, before);
         out.extend_from_slice(b",\"after\":");
@@ -212,6 +189,7 @@ mod tests {
             key_columns: vec![],
             tombstones,
             avro: Default::default(),
+            rules: Default::default(),
         };
         TableCtx::new(Arc::new(schema), route, key).unwrap()
     }

@@ -101,10 +101,7 @@ impl Heartbeat {
                 let mut value = Vec::with_capacity(16);
                 put_header(&mut value, ids.value);
                 put_long(&mut value, ts_ms as i64);
-                Record {
-                    key: Some(key),
-                    value: Some(value),
-                }
+                Record::new(Some(key), Some(value))
             }
             _ => {
                 let mut key = Vec::with_capacity(self.server_name.len() + 16);
@@ -114,10 +111,7 @@ impl Heartbeat {
                 let mut value = Vec::with_capacity(32);
                 // Writing into a Vec cannot fail.
                 let _ = write!(value, "{{\"ts_ms\":{ts_ms}}}");
-                Record {
-                    key: Some(key),
-                    value: Some(value),
-                }
+                Record::new(Some(key), Some(value))
             }
         }
     }

@@ -180,10 +180,7 @@ fn json_record(id: &str, end: Option<&Open>, ts_ms: u64) -> Record {
         }
     }
     let _ = write!(value, ",\"ts_ms\":{ts_ms}}}");
-    Record {
-        key: Some(key),
-        value: Some(value),
-    }
+    Record::new(Some(key), Some(value))
 }
 
 fn avro_record(id: &str, end: Option<&Open>, ts_ms: u64, ids: SchemaIds) -> Record {
@@ -216,10 +213,7 @@ fn avro_record(id: &str, end: Option<&Open>, ts_ms: u64, ids: SchemaIds) -> Reco
         }
     }
     put_long(&mut value, ts_ms as i64);
-    Record {
-        key: Some(key),
-        value: Some(value),
-    }
+    Record::new(Some(key), Some(value))
 }
 
 #[cfg(test)]
