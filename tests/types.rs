@@ -214,9 +214,9 @@ pub fn canon_json(fam: Fam, v: &J) -> J {
             json!({"srid": v["srid"].as_i64().unwrap_or(0), "wkb": hex(&wkb)})
         }
         Fam::Point => {
-            // Debezium's field order: x, y, wkb, srid.
-            let keys: Vec<&String> = v.as_object().expect("point struct").keys().collect();
-            assert_eq!(keys, ["x", "y", "wkb", "srid"], "{v}");
+            // (Debezium's field order, x, y, wkb, srid, is checked by the encoder's unit test:
+            // serde_json's map does not keep it.)
+            assert_eq!(v.as_object().expect("point struct").len(), 4, "{v}");
             point_canon(
                 v["srid"].as_i64().unwrap_or(0),
                 hex(&b64(v["wkb"].as_str().expect("wkb"))),
