@@ -1,7 +1,8 @@
 //! The routes' Debezium-parity options on the real servers, read back with a
 //! `read_committed` consumer: key-change headers (JSON and Avro routes), and
 //! `bigint_unsigned`, `skipped_operations` (offsets still advance, transaction metadata counts
-//! only what was written), `column_exclude`, `column_mask`, `column_hash` together.
+//! only what was written), `column_exclude`, `column_mask`, `column_hash` together, on
+//! streamed changes and on snapshot reads.
 //!
 //! Expected masks and digests are what Debezium 3.5.0's `MaskStrings` returned for the same
 //! values (`column.mask.with.5.chars`, `column.mask.hash.v2.SHA-256.with.salt.s4lt`); the
@@ -246,7 +247,76 @@ enabled = true
     }
 }
 
+/// Snapshot reads (`op = r`) go through the same projection as streamed changes.
+async fn snapshot_reads_get_the_same_column_rules(flavor: Flavor) {
+    let name = flavor.name;
+    let p = Pipeline::new(flavor, "roptsnap", "");
+    let db = p.db.clone();
+    p.edit_config("start = \"latest\"", "start = \"initial\"");
+    p.edit_config(
+        "format = \"json\"",
+        &format!(
+            r#"format = "json"
+bigint_unsigned = "long"
+skipped_operations = ["c", "u", "d"]
+column_exclude = ['{db}\.u\.ssn']
+column_mask = [{{ columns = ['{db}\.u\.email'], chars = 5 }}]
+column_hash = [{{ columns = ['{db}\.u\.code'], algorithm = "SHA-256", salt = "s4lt" }}]
+"#
+        ),
+    );
+    let mut c = root(flavor.port).await;
+    exec(
+        &mut c,
+        &[
+            &format!("CREATE DATABASE {db}"),
+            &format!(
+                "CREATE TABLE {db}.u (id BIGINT UNSIGNED PRIMARY KEY, email VARCHAR(64), \
+                 code VARCHAR(8), ssn CHAR(11)) CHARACTER SET utf8mb4"
+            ),
+            &format!(
+                "INSERT INTO {db}.u VALUES (18446744073709551615, NULL, 'abc', '1'), \
+                 (7, 'bob@x', 'xyz', '2')"
+            ),
+        ],
+    )
+    .await;
+    let _child = p.spawn();
+    p.wait_started(Duration::from_secs(60));
+    let recs = consume(
+        &[p.topic("u")],
+        "read_committed",
+        2,
+        Duration::from_secs(2),
+        Duration::from_secs(60),
+    );
+    let mut got: Vec<(Value, Value)> = recs
+        .iter()
+        .map(|r| {
+            let v = r.value.clone().expect("value");
+            assert_eq!(v["op"], "r", "[{name}] {v}");
+            (r.key.clone().expect("key"), v["after"].clone())
+        })
+        .collect();
+    got.sort_by_key(|(k, _)| k["id"].as_i64());
+    assert_eq!(
+        got,
+        [
+            (
+                json!({"id": -1}),
+                json!({"id": -1, "email": "*****", "code": "5dc10a3e"})
+            ),
+            (
+                json!({"id": 7}),
+                json!({"id": 7, "email": "*****", "code": "b5ae984f"})
+            ),
+        ],
+        "[{name}] skipped_operations do not apply to snapshot reads"
+    );
+}
+
 per_flavor!(
     key_changes_carry_debeziums_headers,
     route_options_shape_and_skip_records,
+    snapshot_reads_get_the_same_column_rules,
 );
