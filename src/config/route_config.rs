@@ -128,8 +128,8 @@ pub struct RouteConfig {
     pub column_mask: Vec<ColumnMaskConfig>,
     /// String columns written as the hex digest of salt + value (Debezium's
     /// `column.mask.hash.v2.<algorithm>.with.salt.<salt>`), e.g.
-    /// `[{ columns = ['shop\.users\.phone'], algorithm = "SHA-256", salt = "..." }]`.
-    /// Default: empty.
+    /// `[{ columns = ['shop\.users\.phone'], algorithm = "SHA-256", salt = "..." }]`
+    /// (or `salt_file = "path"`; the salt is a secret). Default: empty.
     #[serde(default)]
     pub column_hash: Vec<ColumnHashConfig>,
 }

@@ -64,8 +64,34 @@ pub struct ColumnHashConfig {
     /// Java's digest name: `MD5`, `SHA-1`, `SHA-224`, `SHA-256`, `SHA-384`, `SHA-512`,
     /// `SHA3-224`, `SHA3-256`, `SHA3-384` or `SHA3-512` (case-insensitive).
     pub algorithm: String,
-    /// The salt, hashed before the value. A secret: shown as `***`.
+    /// The salt, hashed before the value (or `salt_file`). A secret: shown as `***`.
+    #[serde(default)]
     pub salt: Secret<String>,
+    /// A file holding the salt (surrounding whitespace trimmed), instead of `salt`.
+    #[serde(default)]
+    pub salt_file: String,
+}
+
+impl ColumnHashConfig {
+    /// Reads `salt_file` into the salt; a problem names the setting (`path`, e.g.
+    /// `route[0].column_hash[1]`) when both are set or the file cannot be read or is empty.
+    pub(super) fn read_salt_file(&mut self, path: &str) -> Result<(), Problem> {
+        let file = self.salt_file.trim();
+        if file.is_empty() {
+            return Ok(());
+        }
+        if !self.salt.expose().is_empty() {
+            return Err(super::secret::both_set(
+                &format!("{path}.salt"),
+                &format!("{path}.salt_file"),
+            ));
+        }
+        self.salt = Secret::new(super::secret::read_secret_file(
+            &format!("{path}.salt_file"),
+            file,
+        )?);
+        Ok(())
+    }
 }
 
 /// The digest algorithms `column_hash` accepts.
@@ -323,9 +349,9 @@ pub(crate) fn compile(
         if hash.salt.expose().is_empty() {
             problems.push(Problem::new(
                 format!("{path}.salt"),
-                "an empty salt",
+                "no salt",
                 "a non-empty secret salt (Debezium's `...with.salt.<salt>`)",
-                format!("set {path}.salt"),
+                format!("set {path}.salt or {path}.salt_file (a file holding it)"),
             ));
         }
         let set = compile_columns(

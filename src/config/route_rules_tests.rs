@@ -156,3 +156,40 @@ fn none_and_t_skip_nothing() {
         SkippedOperations::default()
     );
 }
+
+#[test]
+fn the_salt_can_come_from_a_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("salt");
+    std::fs::write(&path, format!("{SALT}\n")).unwrap();
+    let file = path.display();
+    let t = target(&format!(
+        r#"column_hash = [{{ columns = ['.*\.phone'], algorithm = "MD5", salt_file = "{file}" }}]"#
+    ));
+    match t.rules.columns.rewrite("shop", "users", "phone") {
+        Some(ColumnRewrite::Hash { salt, .. }) => assert_eq!(salt.expose(), SALT),
+        other => panic!("{other:?}"),
+    }
+    let e = config(&format!(
+        r#"column_hash = [{{ columns = ['.*'], algorithm = "MD5", salt = "x", salt_file = "{file}" }}]"#
+    ))
+    .unwrap_err()
+    .to_string();
+    assert!(e.contains("route[0].column_hash[0].salt_file"), "{e}");
+    let e = config(
+        r#"column_hash = [{ columns = ['.*'], algorithm = "MD5", salt_file = "/nonexistent/salt" }]"#,
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(
+        e.contains("route[0].column_hash[0].salt_file") && e.contains("cannot be read"),
+        "{e}"
+    );
+    let e = config(r#"column_hash = [{ columns = ['.*'], algorithm = "MD5" }]"#)
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains("route[0].column_hash[0].salt") && e.contains("salt_file"),
+        "{e}"
+    );
+}

@@ -80,6 +80,7 @@ fn rules(
             columns: vec![c.to_string()],
             algorithm: a.to_string(),
             salt: Secret::new(s.to_string()),
+            salt_file: String::new(),
         })
         .collect();
     let input = RulesInput {
@@ -336,6 +337,7 @@ fn rules_compile_problems_name_the_setting() {
         columns: vec!["(".into()],
         algorithm: "SHA-999".into(),
         salt: Secret::new(String::new()),
+        salt_file: String::new(),
     }];
     let input = RulesInput {
         key_change_headers: true,
