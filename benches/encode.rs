@@ -83,6 +83,7 @@ fn table_with(format: Format, json_schemas: bool) -> TableCtx {
         tombstones: true,
         avro: AvroOptions::default(),
         json_schemas,
+        rules: Default::default(),
     };
     TableCtx::new(Arc::new(schema), route, vec![0]).expect("table")
 }

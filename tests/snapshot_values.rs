@@ -343,6 +343,7 @@ fn ctx(schema: &Arc<TableSchema>, format: Format) -> TableCtx {
         tombstones: true,
         avro: AvroOptions::default(),
         json_schemas: false,
+        rules: Default::default(),
     };
     TableCtx::new(schema.clone(), route, schema.primary_key.clone()).expect("table context")
 }

@@ -358,6 +358,9 @@ pub(crate) struct OptionalMetadata {
     pub(crate) enum_set_default_charset: Option<(u16, Vec<(usize, u16)>)>,
     pub(crate) enum_set_column_charset: Option<Vec<u16>>,
     pub(crate) vector_dims: Option<Vec<u64>>,
+    /// GEOMETRY_TYPE: the subtype of each spatial column, in column order (MySQL's
+    /// `Field::geometry_type`: 0 GEOMETRY, 1 POINT, 2 LINESTRING, ...).
+    pub(crate) geometry_types: Option<Vec<u64>>,
     pub(crate) column_visibility: bool,
 }
 
@@ -388,7 +391,14 @@ impl OptionalMetadata {
                 }
                 5 => out.set_values = Some(parse_str_values(&mut v).map_err(ctx)?),
                 6 => out.enum_values = Some(parse_str_values(&mut v).map_err(ctx)?),
-                7 => {} // GEOMETRY_TYPE: not needed for decoding or encoding
+                7 => {
+                    // GEOMETRY_TYPE: one subtype per spatial column (1 = POINT).
+                    let mut types = Vec::new();
+                    while !v.is_empty() {
+                        types.push(v.lenenc().map_err(ctx)?);
+                    }
+                    out.geometry_types = Some(types);
+                }
                 8 => {
                     let mut pk = Vec::new();
                     while !v.is_empty() {

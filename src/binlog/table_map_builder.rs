@@ -82,6 +82,8 @@ pub struct TableMapBuilder {
     pub mariadb: bool,
     /// Log no optional metadata at all (MySQL < 8.0.1, MariaDB < 10.5).
     pub no_optional: bool,
+    /// GEOMETRY_TYPE, one subtype per spatial column (1 = POINT); not logged when empty.
+    pub geometry_types: Vec<u64>,
 }
 
 impl TableMapBuilder {
@@ -96,6 +98,7 @@ impl TableMapBuilder {
             default_charset_form: true,
             mariadb: false,
             no_optional: false,
+            geometry_types: Vec::new(),
         }
     }
 
@@ -198,6 +201,13 @@ impl TableMapBuilder {
                 v.extend_from_slice(c.name.as_bytes());
             }
             Self::tlv(&mut b, 4, &v);
+            if !self.geometry_types.is_empty() {
+                let mut v = Vec::new();
+                for &t in &self.geometry_types {
+                    put_lenenc(&mut v, t);
+                }
+                Self::tlv(&mut b, 7, &v);
+            }
             for (t, real) in [(5u8, 248u8), (6, 247)] {
                 let mut v = Vec::new();
                 for c in &self.cols {

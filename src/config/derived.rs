@@ -22,6 +22,12 @@ impl Config {
             on_schema_change: OnSchemaChange::Evolve,
             avro_enums: false,
             json_schemas: false,
+            key_change_headers: true,
+            bigint_unsigned: Default::default(),
+            skipped_operations: Vec::new(),
+            column_exclude: Vec::new(),
+            column_mask: Vec::new(),
+            column_hash: Vec::new(),
         }
     }
 

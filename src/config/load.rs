@@ -92,6 +92,16 @@ impl Config {
                 .map(|s| s.read_secret_files())
                 .unwrap_or_default(),
         )
+        .chain(config.routes.iter_mut().enumerate().flat_map(|(i, route)| {
+            route
+                .column_hash
+                .iter_mut()
+                .enumerate()
+                .filter_map(move |(j, hash)| {
+                    hash.read_salt_file(&format!("route[{i}].column_hash[{j}]"))
+                        .err()
+                })
+        }))
         .collect();
         if !problems.is_empty() {
             return Err(ConfigError::Invalid(problems));

@@ -50,6 +50,7 @@ mod pipeline;
 mod props;
 pub mod route;
 mod route_config;
+pub mod route_rules;
 pub(crate) mod schema_registry;
 pub(crate) mod secret;
 mod shutdown;
@@ -59,6 +60,8 @@ pub mod topics;
 mod transaction_metadata;
 mod validate;
 
+#[cfg(test)]
+mod route_rules_tests;
 #[cfg(test)]
 mod tests;
 

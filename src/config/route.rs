@@ -9,6 +9,7 @@
 
 use regex::{Regex, RegexSet};
 
+use super::route_rules::RouteRules;
 use super::{Config, ConfigError, Format, OnSchemaChange, Problem};
 use crate::encode::avro::AvroOptions;
 
@@ -51,6 +52,8 @@ pub struct RouteTarget {
     pub avro: AvroOptions,
     /// JSON with Kafka Connect schemas (`{"schema":…,"payload":…}`; `format` is JSON).
     pub json_schemas: bool,
+    /// Key-change headers, `BIGINT UNSIGNED`, skipped operations and column rules.
+    pub rules: RouteRules,
 }
 
 /// One piece of a parsed topic template.
@@ -74,6 +77,7 @@ struct CompiledRoute {
     on_schema_change: OnSchemaChange,
     avro_enums: bool,
     json_schemas: bool,
+    rules: RouteRules,
 }
 
 /// Compiled table filter and route table. Build it once with [`Router::new`]; both
@@ -123,6 +127,17 @@ impl Router {
                         continue;
                     }
                 };
+            let rules_input = super::route_rules::RulesInput {
+                key_change_headers: route.key_change_headers,
+                bigint_unsigned: route.bigint_unsigned,
+                skipped_operations: &route.skipped_operations,
+                column_exclude: &route.column_exclude,
+                column_mask: &route.column_mask,
+                column_hash: &route.column_hash,
+            };
+            let Some(rules) = super::route_rules::compile(index, &rules_input, problems) else {
+                continue;
+            };
             routes.push(CompiledRoute {
                 index,
                 regex,
@@ -133,6 +148,7 @@ impl Router {
                 on_schema_change: route.on_schema_change,
                 avro_enums: route.avro_enums,
                 json_schemas: route.json_schemas,
+                rules,
             });
         }
         if !problems.is_empty() {
@@ -202,6 +218,7 @@ impl Router {
                     enum_as_avro_enum: route.avro_enums,
                 },
                 json_schemas: route.json_schemas,
+                rules: route.rules.clone(),
             }));
         }
         Ok(None)

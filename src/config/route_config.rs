@@ -9,6 +9,8 @@ use std::fmt;
 
 use serde::{Deserialize, Serialize};
 
+use super::route_rules::{BigintUnsigned, ColumnHashConfig, ColumnMaskConfig};
+
 /// Encoding of message values.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
@@ -106,6 +108,36 @@ pub struct RouteConfig {
     /// keys of tables without key stay null). Default: false.
     #[serde(default)]
     pub json_schemas: bool,
+    /// Whether the records of an update that changes the key carry Debezium's headers: the
+    /// delete and its tombstone `__debezium.newkey`, the create `__debezium.oldkey` (the key
+    /// as Kafka Connect's `SimpleHeaderConverter` writes it, e.g. `{"id":5}`). Default: true.
+    #[serde(default = "default_true")]
+    pub key_change_headers: bool,
+    /// How `BIGINT UNSIGNED` columns are written: `"exact"` (default; the exact number) or
+    /// `"long"` (a signed long that wraps above 2^63−1, Debezium's default).
+    #[serde(default)]
+    pub bigint_unsigned: BigintUnsigned,
+    /// Operations whose changes produce no records (their offsets still advance): any of
+    /// `"c"`, `"u"`, `"d"`, `"t"`, or `["none"]`, as Debezium's `skipped.operations`.
+    /// Default: empty (nothing skipped; sluice writes no truncate events).
+    #[serde(default)]
+    pub skipped_operations: Vec<String>,
+    /// Regexes on `db.table.column` (whole-name match): matching columns are left out of
+    /// the `before`/`after` images and their schemas (Debezium's `column.exclude.list`). Key
+    /// columns cannot be excluded. Default: empty.
+    #[serde(default)]
+    pub column_exclude: Vec<String>,
+    /// String columns written as `chars` asterisks (Debezium's
+    /// `column.mask.with.N.chars`), e.g. `[{ columns = ['shop\.users\.email'], chars = 8 }]`.
+    /// Default: empty.
+    #[serde(default)]
+    pub column_mask: Vec<ColumnMaskConfig>,
+    /// String columns written as the hex digest of salt + value (Debezium's
+    /// `column.mask.hash.v2.<algorithm>.with.salt.<salt>`), e.g.
+    /// `[{ columns = ['shop\.users\.phone'], algorithm = "SHA-256", salt = "..." }]`
+    /// (or `salt_file = "path"`; the salt is a secret). Default: empty.
+    #[serde(default)]
+    pub column_hash: Vec<ColumnHashConfig>,
 }
 
 fn default_true() -> bool {

@@ -51,8 +51,8 @@ pub const LIBRDKAFKA_SENSITIVE: &[&str] = &[
 
 /// Further substrings that make a `key = value` line (or a quoted source line) secret in
 /// [`redact_text`]: the names of sluice's own secret settings not covered by
-/// [`SECRET_KEY_MARKERS`] (`api.token`).
-const LINE_SECRET_MARKERS: &[&str] = &["token"];
+/// [`SECRET_KEY_MARKERS`] (`api.token`, a route's `column_hash` `salt`).
+const LINE_SECRET_MARKERS: &[&str] = &["token", "salt"];
 
 fn line_markers() -> impl Iterator<Item = &'static &'static str> {
     SECRET_KEY_MARKERS.iter().chain(LINE_SECRET_MARKERS)

@@ -7,6 +7,10 @@
 //! | update     | (key, `u` envelope) when the key is unchanged or the table has no key     |
 //! | key change | (old key, `d`), (old key, tombstone) if asked, (new key, `c`)             |
 //!
+//! The records of a key change carry Debezium's headers (unless the route sets
+//! `key_change_headers = false`): the delete and its tombstone `__debezium.newkey`, the
+//! create `__debezium.oldkey` ([`crate::encode::key_header`]).
+//!
 //! A change's [`RowPos`] orders are those of its first event; a key change's create is the
 //! next event of its transaction and its table (orders + 1), as Debezium numbers them. The
 //! caller advances its counts by the number of envelopes (tombstones are not events).
@@ -16,18 +20,34 @@
 //! is the one place that decides which records a change becomes, so formats cannot drift.
 
 use crate::encode::envelope::EventTime;
+use crate::encode::key_header;
 use crate::encode::table_ctx::TableCtx;
 use crate::model::TxnMeta;
 use crate::model::{RowImage, RowsKind};
 use crate::value::Value;
 
-/// One Kafka record: key and value bytes (`None` = null).
+/// One Kafka record: key and value bytes (`None` = null) and, on the records of a key
+/// change, one header.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Record {
     /// Record key.
     pub key: Option<Vec<u8>>,
     /// Record value; `None` is a tombstone.
     pub value: Option<Vec<u8>>,
+    /// A header (name, value): Debezium's `__debezium.newkey` / `__debezium.oldkey` on the
+    /// records of a key change ([`crate::encode::key_header`]); `None` on all others.
+    pub header: Option<(&'static str, Vec<u8>)>,
+}
+
+impl Record {
+    /// A record without header.
+    pub fn new(key: Option<Vec<u8>>, value: Option<Vec<u8>>) -> Self {
+        Record {
+            key,
+            value,
+            header: None,
+        }
+    }
 }
 
 /// Envelope operation codes.
@@ -152,26 +172,20 @@ pub fn encode_change<W: EnvelopeWriter>(
             } else {
                 Op::Create
             };
-            out.push(Record {
-                key: w.key(table, after)?,
-                value: Some(w.envelope(&envelope(op, None, after))?),
-            });
+            out.push(Record::new(
+                w.key(table, after)?,
+                Some(w.envelope(&envelope(op, None, after))?),
+            ));
         }
         RowsKind::Delete => {
             let before = row.before.as_deref();
             let key = w.key(table, before)?;
             let value = w.envelope(&envelope(Op::Delete, before, None))?;
             if table.route.tombstones {
-                out.push(Record {
-                    key: key.clone(),
-                    value: Some(value),
-                });
-                out.push(Record { key, value: None });
+                out.push(Record::new(key.clone(), Some(value)));
+                out.push(Record::new(key, None));
             } else {
-                out.push(Record {
-                    key,
-                    value: Some(value),
-                });
+                out.push(Record::new(key, Some(value)));
             }
         }
         RowsKind::Update => {
@@ -179,7 +193,7 @@ pub fn encode_change<W: EnvelopeWriter>(
             let after = row.after.as_deref();
             let old_key = w.key(table, before)?;
             let new_key = w.key(table, after)?;
-            if old_key != new_key && !table.key_idx.is_empty() {
+            if old_key != new_key && !table.out.key_idx.is_empty() {
                 let delete = w.envelope(&envelope(Op::Delete, before, None))?;
                 let create_pos = RowPos {
                     total_order: row_pos.total_order + 1,
@@ -187,30 +201,37 @@ pub fn encode_change<W: EnvelopeWriter>(
                     ..row_pos
                 };
                 let create = w.envelope(&envelope_at(Op::Create, None, after, create_pos))?;
+                let header = |name: &'static str, image: Option<&[Value]>| {
+                    if !table.route.rules.key_change_headers {
+                        return None;
+                    }
+                    let json = image.and_then(|r| key_header::json_key(table, r))?;
+                    Some((name, key_header::connect_header_text(json)))
+                };
+                let new_key_header = header(key_header::KEY_CHANGE_NEWKEY, after);
+                let old_key_header = header(key_header::KEY_CHANGE_OLDKEY, before);
+                out.push(Record {
+                    key: old_key.clone(),
+                    value: Some(delete),
+                    header: new_key_header.clone(),
+                });
                 if table.route.tombstones {
-                    out.push(Record {
-                        key: old_key.clone(),
-                        value: Some(delete),
-                    });
                     out.push(Record {
                         key: old_key,
                         value: None,
-                    });
-                } else {
-                    out.push(Record {
-                        key: old_key,
-                        value: Some(delete),
+                        header: new_key_header,
                     });
                 }
                 out.push(Record {
                     key: new_key,
                     value: Some(create),
+                    header: old_key_header,
                 });
             } else {
-                out.push(Record {
-                    key: new_key,
-                    value: Some(w.envelope(&envelope(Op::Update, before, after))?),
-                });
+                out.push(Record::new(
+                    new_key,
+                    Some(w.envelope(&envelope(Op::Update, before, after))?),
+                ));
             }
         }
     }

@@ -23,6 +23,7 @@
 //! | JSON | `string` `io.debezium.data.Json` |
 //! | BIT(1) / BIT(n) | `boolean` / `bytes` `io.debezium.data.Bits`, `length` |
 //! | GEOMETRY | struct `io.debezium.data.geometry.Geometry` (`wkb`, `srid`) |
+//! | POINT | struct `io.debezium.data.geometry.Point` (`x`, `y`, `wkb`, `srid`) |
 //! | VECTOR | `array` of `float`, `io.debezium.data.FloatVector` |
 //!
 //! Attribute order is `JsonConverter`'s: `type`, `fields`/`items`, `optional`, `name`,
@@ -212,6 +213,20 @@ fn column_schema(s: &mut String, col: &Column) {
                     r#"{{"type":"bytes","optional":false,"field":"wkb"}},"#,
                     r#"{{"type":"int32","optional":true,"field":"srid"}}"#,
                     r#"],"optional":{},"name":"io.debezium.data.geometry.Geometry","version":1,"doc":"Geometry"}}"#
+                ),
+                optional
+            );
+        }
+        ColumnKind::Point => {
+            let _ = write!(
+                s,
+                concat!(
+                    r#"{{"type":"struct","fields":["#,
+                    r#"{{"type":"double","optional":false,"field":"x"}},"#,
+                    r#"{{"type":"double","optional":false,"field":"y"}},"#,
+                    r#"{{"type":"bytes","optional":true,"field":"wkb"}},"#,
+                    r#"{{"type":"int32","optional":true,"field":"srid"}}"#,
+                    r#"],"optional":{},"name":"io.debezium.data.geometry.Point","version":1,"doc":"Geometry (POINT)"}}"#
                 ),
                 optional
             );

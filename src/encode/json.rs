@@ -24,7 +24,7 @@ use std::io::Write;
 use crate::encode::change::{encode_change, EnvelopeWriter};
 pub use crate::encode::change::{Envelope, Op, Record, RowChange, RowPos};
 use crate::encode::envelope::EventTime;
-use crate::encode::json_value::{write_json_string, write_json_value};
+use crate::encode::json_value::write_json_string;
 use crate::encode::table_ctx::TableCtx;
 use crate::value::Value;
 
@@ -55,37 +55,11 @@ impl JsonEncoder {
 
     /// The key document, or `None` for tables without key columns.
     pub fn key(&self, table: &TableCtx, row: Option<&[Value]>) -> Option<Vec<u8>> {
-        if table.key_idx.is_empty() {
-            return None;
-        }
-        let row = row?;
-        let prefix = table.connect.as_ref().and_then(|c| c.key());
-        let mut out = Vec::with_capacity(32 + prefix.map_or(0, str::len));
-        if let Some(p) = prefix {
-            out.extend_from_slice(p.as_bytes());
-        }
-        out.push(b'{');
-        for (n, &i) in table.key_idx.iter().enumerate() {
-            if n > 0 {
-                out.push(b',');
-            }
-            self.field(&mut out, table, row, i);
-        }
-        out.push(b'}');
-        if prefix.is_some() {
-            out.push(b'}');
-        }
-        Some(out)
-    }
-
-    fn field(&self, out: &mut Vec<u8>, table: &TableCtx, row: &[Value], i: usize) {
-        if let (Some(name), Some(col)) = (table.json_names.get(i), table.schema.columns.get(i)) {
-            out.extend_from_slice(name.as_bytes());
-            match row.get(i) {
-                Some(v) => write_json_value(out, col, v),
-                None => out.extend_from_slice(b"null"),
-            }
-        }
+        let key = crate::encode::key_header::json_key(table, row?)?;
+        Some(match table.connect.as_ref().and_then(|c| c.key()) {
+            Some(prefix) => crate::encode::connect_schema::with_schema(prefix, &key),
+            None => key,
+        })
     }
 
     fn row_doc(&self, out: &mut Vec<u8>, table: &TableCtx, row: Option<&[Value]>) {
@@ -94,11 +68,11 @@ impl JsonEncoder {
             return;
         };
         out.push(b'{');
-        for i in 0..table.schema.columns.len() {
+        for i in 0..table.out.schema.columns.len() {
             if i > 0 {
                 out.push(b',');
             }
-            self.field(out, table, row, i);
+            crate::encode::key_header::write_field(out, table, row, i);
         }
         out.push(b'}');
     }
@@ -117,8 +91,9 @@ impl JsonEncoder {
         } = *e;
         let source_ts = EventTime::from_us(meta.ts_us);
         let prefix = table.connect.as_ref().map(|c| c.value(meta.connector));
-        let mut out =
-            Vec::with_capacity(320 + 64 * table.schema.columns.len() + prefix.map_or(0, str::len));
+        let mut out = Vec::with_capacity(
+            320 + 64 * table.out.schema.columns.len() + prefix.map_or(0, str::len),
+        );
         if let Some(p) = prefix {
             out.extend_from_slice(p.as_bytes());
         }
@@ -245,6 +220,7 @@ mod tests {
             tombstones,
             avro: Default::default(),
             json_schemas,
+            rules: Default::default(),
         };
         TableCtx::new(Arc::new(schema), route, key).unwrap()
     }
@@ -763,6 +739,7 @@ mod tests {
                 tombstones: true,
                 avro: Default::default(),
                 json_schemas: true,
+                rules: Default::default(),
             };
             let t = TableCtx::new(Arc::new(schema), route, key.clone()).unwrap();
             let image = RowImage {

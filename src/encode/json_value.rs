@@ -22,6 +22,7 @@
 //! | ENUM / SET                           | member string / comma-separated members in definition order |
 //! | JSON (MySQL and MariaDB)             | string containing the JSON text                             |
 //! | GEOMETRY                             | `{"wkb": base64, "srid": int or null}`                      |
+//! | POINT                                | `{"x": num, "y": num, "wkb": base64, "srid": int or null}`  |
 //! | VECTOR                               | array of numbers                                            |
 //!
 //! Charsets: utf8/utf8mb3/utf8mb4/ascii are copied with invalid UTF-8 replaced by
@@ -137,6 +138,7 @@ pub fn write_json_value(out: &mut Vec<u8>, col: &Column, v: &Value) {
             _ => push_u64(out, *mask),
         },
         Value::Json(text) => write_json_string(out, text),
+        Value::Geometry(bytes) if col.kind == ColumnKind::Point => write_point(out, bytes),
         Value::Geometry(bytes) => write_geometry(out, bytes),
     }
 }
@@ -285,6 +287,27 @@ fn write_geometry(out: &mut Vec<u8>, bytes: &[u8]) {
             write_base64(out, bytes);
             out.extend_from_slice(b",\"srid\":null");
         }
+    }
+    out.push(b'}');
+}
+
+/// Debezium's `io.debezium.data.geometry.Point` struct `{"x","y","wkb","srid"}`; `null` for
+/// a value that is not a 2D point ([`crate::encode::point`]).
+fn write_point(out: &mut Vec<u8>, bytes: &[u8]) {
+    let Some(p) = crate::encode::point::parse_point(bytes) else {
+        out.extend_from_slice(b"null");
+        return;
+    };
+    out.extend_from_slice(b"{\"x\":");
+    push_f64(out, p.x);
+    out.extend_from_slice(b",\"y\":");
+    push_f64(out, p.y);
+    out.extend_from_slice(b",\"wkb\":");
+    write_base64(out, p.wkb);
+    out.extend_from_slice(b",\"srid\":");
+    match p.srid {
+        Some(srid) => push_i64(out, i64::from(srid)),
+        None => out.extend_from_slice(b"null"),
     }
     out.push(b'}');
 }
@@ -777,6 +800,7 @@ mod tests {
             }),
             Just(ColumnKind::Json),
             Just(ColumnKind::Geometry),
+            Just(ColumnKind::Point),
             Just(ColumnKind::Vector { dimensions: None }),
         ]
     }

@@ -6,4 +6,7 @@ pub mod connect_schema;
 pub mod envelope;
 pub mod json;
 pub mod json_value;
+pub mod key_header;
+pub mod point;
+pub mod projection;
 pub(crate) mod table_ctx;

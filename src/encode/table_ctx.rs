@@ -9,6 +9,7 @@ use crate::config::route::RouteTarget;
 use crate::config::Format;
 use crate::encode::avro::AvroTable;
 use crate::encode::connect_schema::ConnectSchemas;
+use crate::encode::projection::Projection;
 use crate::error::Result;
 use crate::schema::TableSchema;
 
@@ -24,8 +25,11 @@ pub struct TableCtx {
     /// Indexes of the key columns (the primary key or the route's `key_columns`); empty for
     /// tables without either, whose records get a null key.
     pub key_idx: Vec<usize>,
-    /// Each column's name as an escaped JSON object key with its colon (`"name":`), computed
-    /// once per table version so the encoder does not escape names per row.
+    /// The columns the route writes (after `bigint_unsigned`, `column_exclude`,
+    /// `column_mask`, `column_hash`): what the encoders and the Connect schemas see.
+    pub out: Projection,
+    /// Each written column's name as an escaped JSON object key with its colon (`"name":`),
+    /// computed once per table version so the encoder does not escape names per row.
     pub json_names: Vec<String>,
     /// Avro schemas and writing plan, derived once per table version when the route's format
     /// is Avro.
@@ -70,7 +74,9 @@ impl TableCtx {
     /// Builds the context: precomputes the JSON field names and, for Avro routes, derives the
     /// Avro schemas. Errors are definite (a table shape the Avro schema cannot express).
     pub fn new(schema: Arc<TableSchema>, route: RouteTarget, key_idx: Vec<usize>) -> Result<Self> {
-        let json_names = schema
+        let out = Projection::new(&schema, &key_idx, &route.rules)?;
+        let json_names = out
+            .schema
             .columns
             .iter()
             .map(|c| {
@@ -82,15 +88,20 @@ impl TableCtx {
             .collect();
         let avro = match route.format {
             Format::Avro => Some(Arc::new(AvroTable::new(
-                &schema,
-                &key_idx,
+                &out.schema,
+                &out.key_idx,
                 &route.topic,
                 route.avro,
             )?)),
             Format::Json => None,
         };
-        let connect = (route.json_schemas && route.format == Format::Json)
-            .then(|| Box::new(ConnectPrefixes::new(&schema, &key_idx, &route.topic)));
+        let connect = (route.json_schemas && route.format == Format::Json).then(|| {
+            Box::new(ConnectPrefixes::new(
+                &out.schema,
+                &out.key_idx,
+                &route.topic,
+            ))
+        });
         let label = format!("{}.{}", schema.db, schema.table);
         // A table first seen while streaming (created after the start): its series exist from
         // its first table map, before any of its records commit.
@@ -100,6 +111,7 @@ impl TableCtx {
             schema,
             route,
             key_idx,
+            out,
             json_names,
             avro,
             connect,

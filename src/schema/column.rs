@@ -118,8 +118,11 @@ pub enum ColumnKind {
     },
     /// MySQL `JSON` (binary JSON in the binlog).
     Json,
-    /// Spatial types (`GEOMETRY`, `POINT`, ...).
+    /// Spatial types but POINT (`GEOMETRY`, `LINESTRING`, `POLYGON`, ...), and spatial
+    /// columns whose subtype is not known.
     Geometry,
+    /// `POINT` (known from the table map's GEOMETRY_TYPE or the tracked definition).
+    Point,
     /// MySQL 9 `VECTOR(n)`: packed little-endian `f32`s.
     Vector {
         /// Number of dimensions if the table map logged it.
@@ -206,6 +209,7 @@ impl ColumnKind {
             ColumnKind::Bit { .. } => "BIT",
             ColumnKind::Json => "JSON",
             ColumnKind::Geometry => "GEOMETRY",
+            ColumnKind::Point => "POINT",
             ColumnKind::Vector { .. } => "VECTOR",
         }
     }

@@ -104,8 +104,9 @@ impl TableSchema {
                 "bit" => ColumnKind::Bit {
                     bits: u16::try_from(arg(0, 1)).unwrap_or(64),
                 },
-                "geometry" | "point" | "linestring" | "polygon" | "multipoint"
-                | "multilinestring" | "multipolygon" | "geometrycollection" => ColumnKind::Geometry,
+                "point" => ColumnKind::Point,
+                "geometry" | "linestring" | "polygon" | "multipoint" | "multilinestring"
+                | "multipolygon" | "geometrycollection" => ColumnKind::Geometry,
                 "vector" => ColumnKind::Vector {
                     dimensions: args.first().and_then(|&d| u32::try_from(d).ok()),
                 },

@@ -133,6 +133,7 @@ fn column_kind(col: &RawColumn, f: &ColumnFacts) -> Option<ColumnKind> {
         },
         RealType::Bit { bits, .. } => ColumnKind::Bit { bits },
         RealType::Json { .. } => ColumnKind::Json,
+        RealType::Geometry { .. } if f.point == Some(true) => ColumnKind::Point,
         RealType::Geometry { .. } => ColumnKind::Geometry,
         RealType::Vector { .. } => ColumnKind::Vector {
             dimensions: f.dimensions,

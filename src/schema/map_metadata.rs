@@ -24,6 +24,8 @@ pub(super) struct ColumnFacts {
     pub(super) members: Vec<String>,
     /// VECTOR dimensions, if known.
     pub(super) dimensions: Option<u32>,
+    /// Whether a spatial column is a POINT, if known (GEOMETRY_TYPE, or the tracked type).
+    pub(super) point: Option<bool>,
 }
 
 /// A table map's optional metadata expanded to one entry per column; `None` for a field the
@@ -35,6 +37,8 @@ pub(super) struct MapMetadata {
     pub(super) es_charsets: Option<Vec<Option<u16>>>,
     pub(super) members: Option<Vec<Vec<String>>>,
     dims: Vec<Option<u32>>,
+    /// Per column: whether a spatial column is a POINT, if GEOMETRY_TYPE is logged.
+    points: Vec<Option<bool>>,
     pub(super) primary_key: Option<Vec<usize>>,
 }
 
@@ -107,6 +111,18 @@ impl MapMetadata {
                 _ => None,
             })
             .collect();
+        let logged_geometry = opt.geometry_types.is_some();
+        let mut geometry_it = opt.geometry_types.unwrap_or_default().into_iter();
+        let points = raw
+            .columns
+            .iter()
+            .map(|c| match c.real {
+                RealType::Geometry { .. } if logged_geometry => {
+                    geometry_it.next().map(|t| t == GEOMETRY_TYPE_POINT)
+                }
+                _ => None,
+            })
+            .collect();
         let primary_key = opt.simple_pk.or(opt.pk_with_prefix);
         Ok(MapMetadata {
             unsigned,
@@ -114,6 +130,7 @@ impl MapMetadata {
             es_charsets,
             members,
             dims,
+            points,
             primary_key,
         })
     }
@@ -140,9 +157,13 @@ impl MapMetadata {
                 .and_then(|m| m.get(i).cloned())
                 .unwrap_or_default(),
             dimensions: self.dims.get(i).copied().flatten(),
+            point: self.points.get(i).copied().flatten(),
         }
     }
 }
+
+/// The GEOMETRY_TYPE value of a POINT column (MySQL's `Field::GEOM_POINT`).
+const GEOMETRY_TYPE_POINT: u64 = 1;
 
 fn member_strings(values: Option<Vec<Vec<u8>>>, charset: u16) -> Vec<String> {
     values

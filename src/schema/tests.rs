@@ -462,3 +462,48 @@ fn tracked_def_special_types() {
     def.columns[0] = tracked::ColumnDef::new("u", "inet4");
     assert!(TableSchema::from_table_map_with_def(&b.event(), ServerFlavor::MariaDb, &def).is_err());
 }
+
+/// POINT columns are told apart from the table map's GEOMETRY_TYPE (1 = POINT, logged by
+/// MySQL and MariaDB with full metadata) or, without it, from the tracked type.
+#[test]
+fn point_columns_from_geometry_type_or_the_tracked_type() {
+    let cols = || {
+        vec![
+            ColSpec::new("id", 3, &[]).not_null(),
+            ColSpec::new("g", 255, &[4]),
+            ColSpec::new("p", 255, &[4]),
+        ]
+    };
+    let kinds = |s: &TableSchema| s.columns.iter().map(|c| c.kind.clone()).collect::<Vec<_>>();
+    let mut b = TableMapBuilder::new("geo", "t", cols());
+    b.geometry_types = vec![0, 1];
+    let s = TableSchema::from_table_map(&b.event()).unwrap();
+    assert_eq!(kinds(&s)[1..], [ColumnKind::Geometry, ColumnKind::Point]);
+    // Without GEOMETRY_TYPE: GEOMETRY, unless the tracked definition says POINT.
+    let b = TableMapBuilder::new("geo", "t", cols());
+    let s = TableSchema::from_table_map(&b.event()).unwrap();
+    assert_eq!(kinds(&s)[1..], [ColumnKind::Geometry, ColumnKind::Geometry]);
+    let def = match ddl::parse_ddl(
+        Some("geo"),
+        "CREATE TABLE t (id INT NOT NULL, g GEOMETRY, p POINT)",
+    ) {
+        ddl::DdlParse::Changes(mut c) => match c.remove(0) {
+            ddl::DdlChange::CreateTable { def, .. } => def,
+            other => panic!("{other:?}"),
+        },
+        other => panic!("{other:?}"),
+    };
+    let mut b = TableMapBuilder::new("geo", "t", cols());
+    b.with_names = false;
+    let s = TableSchema::from_table_map_with_def(&b.event(), ServerFlavor::MySql, &def).unwrap();
+    assert_eq!(kinds(&s)[1..], [ColumnKind::Geometry, ColumnKind::Point]);
+    // The definition sluice records from a table map keeps POINT.
+    let mut b = TableMapBuilder::new("geo", "t", cols());
+    b.geometry_types = vec![0, 1];
+    let s = TableSchema::from_table_map(&b.event()).unwrap();
+    let again = TableDef::from_schema(&s);
+    let mut b = TableMapBuilder::new("geo", "t", cols());
+    b.with_names = false;
+    let s = TableSchema::from_table_map_with_def(&b.event(), ServerFlavor::MySql, &again).unwrap();
+    assert_eq!(kinds(&s)[2], ColumnKind::Point);
+}

@@ -111,6 +111,9 @@ impl TableSchema {
                 if meta.members.is_none() {
                     f.members = c.members.clone();
                 }
+                if f.point.is_none() && matches!(raw.columns.get(i), Some(c) if matches!(c.real, RealType::Geometry { .. })) {
+                    f.point = Some(c.base_type() == "point");
+                }
                 if f.dimensions.is_none() && c.base_type() == "vector" {
                     f.dimensions = tracked::type_args(&c.sql_type)
                         .first()

@@ -130,10 +130,7 @@ impl Heartbeat {
                 let mut value = Vec::with_capacity(16);
                 put_header(&mut value, ids.value);
                 put_long(&mut value, ts_ms as i64);
-                Record {
-                    key: Some(key),
-                    value: Some(value),
-                }
+                Record::new(Some(key), Some(value))
             }
             _ => {
                 let mut key = Vec::with_capacity(self.server_name.len() + 16);
@@ -147,10 +144,7 @@ impl Heartbeat {
                     key = with_schema(CONNECT_KEY_PREFIX, &key);
                     value = with_schema(CONNECT_VALUE_PREFIX, &value);
                 }
-                Record {
-                    key: Some(key),
-                    value: Some(value),
-                }
+                Record::new(Some(key), Some(value))
             }
         }
     }

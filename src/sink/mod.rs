@@ -485,6 +485,12 @@ impl Sink {
         rows: &[crate::model::RowImage],
         pos: u64,
     ) -> Result<()> {
+        if table.route.rules.skipped.skips(kind) {
+            // `skipped_operations`: no records, no transaction metadata (as Debezium, whose
+            // skipped events never reach its transaction monitor); the offset still advances
+            // with the transaction's commit.
+            return Ok(());
+        }
         self.topics.ensure_data_topic(&table.route.topic)?;
         let ids = match table.route.format {
             Format::Json => None,
@@ -531,8 +537,14 @@ impl Sink {
                 let key_len = rec.key.as_ref().map_or(0, Vec::len) as u64;
                 match &dlq_reason {
                     None => {
+                        let header = rec.header.as_ref().map(|(n, v)| (*n, v.as_slice()));
                         self.producer
-                            .send(&table.route.topic, rec.key.as_deref(), rec.value.as_deref())
+                            .send_with_header(
+                                &table.route.topic,
+                                rec.key.as_deref(),
+                                rec.value.as_deref(),
+                                header,
+                            )
                             .map_err(at)?;
                         bytes += key_len + rec.value.as_ref().map_or(0, Vec::len) as u64;
                         written += u64::from(rec.value.is_some());

@@ -122,11 +122,23 @@ impl SinkProducer {
     /// Produces one record, waiting (polling) while librdkafka's bounded queue is full. The
     /// record carries the [`SinkProducer::tag`] header when one is set.
     pub fn send(&self, topic: &str, key: Option<&[u8]>, value: Option<&[u8]>) -> Result<()> {
-        let header = self
+        self.send_with_header(topic, key, value, None)
+    }
+
+    /// [`SinkProducer::send`] with one more header (`None`: none); records without one
+    /// allocate no header list beyond the tag's.
+    pub fn send_with_header(
+        &self,
+        topic: &str,
+        key: Option<&[u8]>,
+        value: Option<&[u8]>,
+        extra: Option<(&str, &[u8])>,
+    ) -> Result<()> {
+        let tag = self
             .tag
             .as_deref()
             .map(|t| (crate::sink::txn_tag::TXN_HEADER, t));
-        self.send_to(topic, None, key, value, header)
+        self.produce(topic, None, key, value, [tag, extra])
     }
 
     /// [`SinkProducer::send`] with an explicit partition (`None`: the partitioner decides)
@@ -138,6 +150,17 @@ impl SinkProducer {
         key: Option<&[u8]>,
         value: Option<&[u8]>,
         header: Option<(&str, &[u8])>,
+    ) -> Result<()> {
+        self.produce(topic, partition, key, value, [header, None])
+    }
+
+    fn produce(
+        &self,
+        topic: &str,
+        partition: Option<i32>,
+        key: Option<&[u8]>,
+        value: Option<&[u8]>,
+        headers: [Option<(&str, &[u8])>; 2],
     ) -> Result<()> {
         let started = Instant::now();
         loop {
@@ -151,11 +174,16 @@ impl SinkProducer {
             if let Some(v) = value {
                 rec = rec.payload(v);
             }
-            if let Some((name, value)) = header {
-                rec = rec.headers(OwnedHeaders::new_with_capacity(1).insert(Header {
-                    key: name,
-                    value: Some(value),
-                }));
+            let count = headers.iter().flatten().count();
+            if count > 0 {
+                let mut list = OwnedHeaders::new_with_capacity(count);
+                for &(name, value) in headers.iter().flatten() {
+                    list = list.insert(Header {
+                        key: name,
+                        value: Some(value),
+                    });
+                }
+                rec = rec.headers(list);
             }
             match self.inner.send(rec) {
                 Ok(()) => {

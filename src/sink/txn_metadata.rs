@@ -179,10 +179,10 @@ impl TxnMetadata {
             (Format::Avro, Some(ids)) => avro_record(id, end, ts_ms, ids),
             _ if self.json_schemas => {
                 let rec = json_record(id, end, ts_ms);
-                Record {
-                    key: rec.key.map(|k| with_schema(CONNECT_KEY_PREFIX, &k)),
-                    value: rec.value.map(|v| with_schema(CONNECT_VALUE_PREFIX, &v)),
-                }
+                Record::new(
+                    rec.key.map(|k| with_schema(CONNECT_KEY_PREFIX, &k)),
+                    rec.value.map(|v| with_schema(CONNECT_VALUE_PREFIX, &v)),
+                )
             }
             _ => json_record(id, end, ts_ms),
         }
@@ -224,10 +224,7 @@ fn json_record(id: &str, end: Option<&Open>, ts_ms: u64) -> Record {
         }
     }
     let _ = write!(value, ",\"ts_ms\":{ts_ms}}}");
-    Record {
-        key: Some(key),
-        value: Some(value),
-    }
+    Record::new(Some(key), Some(value))
 }
 
 fn avro_record(id: &str, end: Option<&Open>, ts_ms: u64, ids: SchemaIds) -> Record {
@@ -260,10 +257,7 @@ fn avro_record(id: &str, end: Option<&Open>, ts_ms: u64, ids: SchemaIds) -> Reco
         }
     }
     put_long(&mut value, ts_ms as i64);
-    Record {
-        key: Some(key),
-        value: Some(value),
-    }
+    Record::new(Some(key), Some(value))
 }
 
 #[cfg(test)]

@@ -329,7 +329,7 @@ fn decode_value(kind: &ColumnKind, v: Sql) -> std::result::Result<Value, Mismatc
         (ColumnKind::Json, Sql::Bytes(b)) => compact_json(&b)
             .map(Value::Json)
             .map_err(|e| fail(format!("JSON text ({e})"))),
-        (ColumnKind::Geometry, Sql::Bytes(b)) => Ok(Value::Geometry(b)),
+        (ColumnKind::Geometry | ColumnKind::Point, Sql::Bytes(b)) => Ok(Value::Geometry(b)),
         (ColumnKind::Vector { .. }, Sql::Bytes(b)) => {
             if b.len() % 4 != 0 {
                 return Err(fail("packed 4-byte floats".into()));
@@ -367,6 +367,7 @@ fn expected_shape(kind: &ColumnKind) -> &'static str {
         | ColumnKind::Bit { .. }
         | ColumnKind::Json
         | ColumnKind::Geometry
+        | ColumnKind::Point
         | ColumnKind::Vector { .. } => "string (bytes)",
     }
 }

@@ -41,6 +41,8 @@ pub enum Fam {
     Year,
     /// GEOMETRY: (srid, WKB hex).
     Geom,
+    /// POINT: (srid, WKB hex, x, y), Debezium's `io.debezium.data.geometry.Point`.
+    Point,
     /// MariaDB UUID / INET6: the binlog does not name these types, so they arrive as their 16
     /// stored bytes (hex), compared with the server's own binary form.
     Raw16,
@@ -263,9 +265,16 @@ pub fn matrix(flavor: Flavor) -> Vec<(&'static str, Vec<Col>)> {
                 col(
                     "p",
                     "POINT",
-                    Geom,
+                    Point,
                     "ST_GeomFromText('POINT(1.5 -2.25)')",
                     "ST_GeomFromText('POINT(0 0)')",
+                ),
+                col(
+                    "ps",
+                    "POINT",
+                    Point,
+                    "ST_GeomFromText('POINT(10.125 -7)', 3857)",
+                    "ST_GeomFromText('POINT(-0.5 1e10)', 3857)",
                 ),
             ],
         ),

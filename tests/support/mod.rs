@@ -24,7 +24,7 @@ use std::time::{Duration, Instant};
 use mysql_async::prelude::*;
 use rdkafka::config::ClientConfig;
 use rdkafka::consumer::{BaseConsumer, Consumer};
-use rdkafka::message::Message;
+use rdkafka::message::{Headers, Message};
 use rdkafka::TopicPartitionList;
 
 /// A database flavour under test.
@@ -654,6 +654,8 @@ pub struct RawRec {
     pub key: Option<Vec<u8>>,
     /// Value bytes (None for a tombstone).
     pub value: Option<Vec<u8>>,
+    /// Headers (name, value; a null value as empty), in record order.
+    pub headers: Vec<(String, Vec<u8>)>,
 }
 
 /// Reads every record of `topics` with `isolation.level`, until `want` records were seen
@@ -790,6 +792,14 @@ pub fn consume_raw_from(
                     offset: m.offset(),
                     key: m.key().map(|k| k.to_vec()),
                     value: m.payload().map(|v| v.to_vec()),
+                    headers: m
+                        .headers()
+                        .map(|h| {
+                            h.iter()
+                                .map(|h| (h.key.to_string(), h.value.unwrap_or_default().to_vec()))
+                                .collect()
+                        })
+                        .unwrap_or_default(),
                 });
                 if out.len() >= want && reached.is_none() {
                     reached = Some(Instant::now());

@@ -100,7 +100,9 @@ impl RowDecoder {
                 }
                 (RealType::Blob { prefix }, ColumnKind::Blob { .. }) => Cell::Blob { prefix },
                 (RealType::Json { prefix }, ColumnKind::Json) => Cell::Json { prefix },
-                (RealType::Geometry { prefix }, ColumnKind::Geometry) => Cell::Geometry { prefix },
+                (RealType::Geometry { prefix }, ColumnKind::Geometry | ColumnKind::Point) => {
+                    Cell::Geometry { prefix }
+                }
                 (RealType::Vector { prefix }, ColumnKind::Vector { .. }) => Cell::Vector { prefix },
                 (RealType::Enum { size }, ColumnKind::Enum { .. }) => Cell::Enum { size },
                 (RealType::Set { size }, ColumnKind::Set { .. }) => Cell::Set { size },

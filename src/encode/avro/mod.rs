@@ -22,6 +22,7 @@
 //! | TIME                   | `long` microseconds, negative allowed (`io.debezium.time.MicroTime`) |
 //! | BIT(1) / BIT(n)        | `boolean` / `bytes`, ⌈n/8⌉ bytes least significant first        |
 //! | GEOMETRY               | record `io.debezium.data.geometry.Geometry` {`wkb`, `srid`}     |
+//! | POINT                  | record `io.debezium.data.geometry.Point` {`x`, `y`, `wkb`, `srid`} |
 //! | VECTOR                 | `array` of `float`                                              |
 //!
 //! A value the schema cannot hold (NULL in a NOT NULL column, a value of the wrong type for
@@ -40,6 +41,7 @@ pub use wire::{put_bytes, put_header, put_long, put_str};
 use crate::encode::change::{encode_change, Envelope, EnvelopeWriter, Op, Record, RowChange};
 use crate::encode::envelope::EventTime;
 use crate::encode::json_value::{days_from_civil, seconds_from_civil};
+use crate::encode::projection::Projection;
 use crate::encode::table_ctx::TableCtx;
 use crate::error::{Error, Result};
 use crate::schema::{charset_kind, decode_text, CharsetKind};
@@ -106,7 +108,7 @@ impl AvroEncoder {
         let mut out = Vec::with_capacity(8 + 16 * avro.key_idx.len());
         put_header(&mut out, id);
         for &i in &avro.key_idx {
-            write_column(&mut out, avro, i, row)?;
+            write_column(&mut out, avro, &table.out, i, row)?;
         }
         Ok(Some(out))
     }
@@ -132,7 +134,7 @@ impl AvroEncoder {
                 Some(row) => {
                     put_long(&mut out, 1);
                     for i in 0..avro.columns.len() {
-                        write_column(&mut out, avro, i, row)?;
+                        write_column(&mut out, avro, &table.out, i, row)?;
                     }
                 }
             }
@@ -322,14 +324,21 @@ pub fn put_decimal_text(
 pub fn column_datum(table: &TableCtx, i: usize, row: &[Value]) -> Result<Vec<u8>> {
     let avro = avro_of(table)?;
     let mut out = Vec::new();
-    write_column(&mut out, avro, i, row)?;
+    write_column(&mut out, avro, &table.out, i, row)?;
     Ok(out)
 }
 
-/// Writes column `i` of `row` (as a field of a record).
+/// Writes written column `i` (of the route's [`Projection`]) of `row` as a field of a
+/// record.
 #[inline]
-fn write_column(out: &mut Vec<u8>, avro: &AvroTable, i: usize, row: &[Value]) -> Result<()> {
-    let (Some(plan), Some(v)) = (avro.columns.get(i), row.get(i)) else {
+fn write_column(
+    out: &mut Vec<u8>,
+    avro: &AvroTable,
+    projection: &Projection,
+    i: usize,
+    row: &[Value],
+) -> Result<()> {
+    let (Some(plan), Some(v)) = (avro.columns.get(i), projection.cell(row, i)) else {
         return Err(Error::definite(format!(
             "table {}: a row image has {} values for {} columns",
             avro.qualified,
@@ -337,7 +346,7 @@ fn write_column(out: &mut Vec<u8>, avro: &AvroTable, i: usize, row: &[Value]) ->
             avro.columns.len()
         )));
     };
-    write_field(out, plan, v).map_err(|e| {
+    write_field(out, plan, &v).map_err(|e| {
         Error::definite(format!(
             "cannot write column `{}` of {} as Avro: {e}",
             plan.name, avro.qualified
@@ -354,8 +363,16 @@ fn write_field(out: &mut Vec<u8>, plan: &ColPlan, v: &Value) -> std::result::Res
         }
         return Err("NULL in a NOT NULL column".into());
     }
-    // Zero dates: null (the type is always nullable for these).
+    // Zero dates: null (the type is always nullable for these); a POINT column's value that
+    // is not a 2D point: null if the column is nullable.
     match (&plan.enc, v) {
+        (Enc::Point, Value::Geometry(b)) if crate::encode::point::parse_point(b).is_none() => {
+            if plan.nullable {
+                put_long(out, 0);
+                return Ok(());
+            }
+            return Err("a value that is not a 2D point in a NOT NULL POINT column".into());
+        }
         (Enc::Date, Value::Date { month, day, .. })
         | (Enc::DateTime, Value::DateTime { month, day, .. })
             if *month == 0 || *day == 0 =>
@@ -483,6 +500,21 @@ fn write_value(out: &mut Vec<u8>, enc: &Enc, v: &Value) -> std::result::Result<(
         (Enc::Bits { bits }, Value::Bit(x)) => {
             let n = usize::from(*bits).div_ceil(8).clamp(1, 8);
             put_bytes(out, &x.to_le_bytes()[..n]);
+        }
+        (Enc::Point, Value::Geometry(bytes)) => {
+            let p = crate::encode::point::parse_point(bytes)
+                .ok_or_else(|| "not a 2D point".to_string())?;
+            out.extend_from_slice(&p.x.to_le_bytes());
+            out.extend_from_slice(&p.y.to_le_bytes());
+            put_long(out, 1);
+            put_bytes(out, p.wkb);
+            match p.srid {
+                Some(srid) => {
+                    put_long(out, 1);
+                    put_long(out, i64::from(srid));
+                }
+                None => put_long(out, 0),
+            }
         }
         (Enc::Geometry, Value::Geometry(bytes)) => match bytes.split_first_chunk::<4>() {
             Some((srid, wkb)) => {

@@ -121,12 +121,18 @@ pub(crate) enum Enc {
     Bits { bits: u16 },
     /// `io.debezium.data.geometry.Geometry` record: `wkb` bytes, `srid` nullable int.
     Geometry,
+    /// `io.debezium.data.geometry.Point` record: `x`, `y` doubles, `wkb` nullable bytes,
+    /// `srid` nullable int.
+    Point,
     /// `array` of `float` (`io.debezium.data.FloatVector`).
     Vector,
 }
 
 /// Full name of the geometry record.
 pub const GEOMETRY_NAME: &str = "io.debezium.data.geometry.Geometry";
+
+/// Full name of the point record.
+pub const POINT_NAME: &str = "io.debezium.data.geometry.Point";
 
 /// The `source` block record (same fields and order as the JSON envelope's `source`).
 pub const SOURCE_SCHEMA: &str = concat!(
@@ -167,6 +173,16 @@ const GEOMETRY_SCHEMA: &str = concat!(
     r#"{"name":"wkb","type":"bytes"},"#,
     r#"{"name":"srid","type":["null","int"],"default":null}"#,
     r#"],"connect.version":1,"connect.name":"io.debezium.data.geometry.Geometry"}"#
+);
+
+/// Debezium's `io.debezium.data.geometry.Point` (version 1), fields in its order.
+const POINT_SCHEMA: &str = concat!(
+    r#"{"type":"record","name":"Point","namespace":"io.debezium.data.geometry","fields":["#,
+    r#"{"name":"x","type":"double"},"#,
+    r#"{"name":"y","type":"double"},"#,
+    r#"{"name":"wkb","type":["null","bytes"],"default":null},"#,
+    r#"{"name":"srid","type":["null","int"],"default":null}"#,
+    r#"],"connect.version":1,"connect.name":"io.debezium.data.geometry.Point"}"#
 );
 
 /// One Avro name: characters outside `[A-Za-z0-9_]` become `_`, a leading digit gets a `_`
@@ -377,6 +393,7 @@ fn plan_column(col: &Column, opts: AvroOptions) -> std::result::Result<Enc, Stri
         ColumnKind::Bit { bits: 1 } => Enc::Bool,
         ColumnKind::Bit { bits } => Enc::Bits { bits: *bits },
         ColumnKind::Geometry => Enc::Geometry,
+        ColumnKind::Point => Enc::Point,
         ColumnKind::Vector { .. } => Enc::Vector,
     })
 }
@@ -474,6 +491,13 @@ fn type_json(s: &mut String, col: &ColPlan, ns: &str, defined: &mut HashSet<Stri
                 s.push_str(GEOMETRY_SCHEMA);
             } else {
                 push_str(s, GEOMETRY_NAME);
+            }
+        }
+        Enc::Point => {
+            if defined.insert(POINT_NAME.to_string()) {
+                s.push_str(POINT_SCHEMA);
+            } else {
+                push_str(s, POINT_NAME);
             }
         }
         Enc::Vector => s.push_str(

@@ -40,6 +40,7 @@ fn route(topic: &str, format: Format, opts: AvroOptions) -> RouteTarget {
         tombstones: true,
         avro: opts,
         json_schemas: false,
+        rules: Default::default(),
     }
 }
 
@@ -372,6 +373,23 @@ fn expected(c: &Column, v: &Value, opts: AvroOptions) -> AV {
             let n = usize::from(*bits).div_ceil(8);
             AV::Bytes((0..n).map(|i| (b >> (8 * i)) as u8).collect())
         }
+        (ColumnKind::Point, Value::Geometry(g)) => {
+            let srid = i32::from_le_bytes(g[..4].try_into().unwrap());
+            let coord = |at: usize| f64::from_le_bytes(g[at..at + 8].try_into().unwrap());
+            AV::Record(vec![
+                ("x".into(), AV::Double(coord(9))),
+                ("y".into(), AV::Double(coord(17))),
+                ("wkb".into(), some(AV::Bytes(g[4..].to_vec()))),
+                (
+                    "srid".into(),
+                    if srid == 0 {
+                        null()
+                    } else {
+                        some(AV::Int(srid))
+                    },
+                ),
+            ])
+        }
         (_, Value::Geometry(g)) => {
             let srid = i32::from_le_bytes(g[..4].try_into().unwrap());
             AV::Record(vec![
@@ -427,6 +445,7 @@ fn arb_kind() -> impl Strategy<Value = ColumnKind> {
         Just(ColumnKind::Json),
         (1u16..=64).prop_map(|bits| ColumnKind::Bit { bits }),
         Just(ColumnKind::Geometry),
+        Just(ColumnKind::Point),
         Just(ColumnKind::Vector { dimensions: None }),
     ]
 }
@@ -565,6 +584,13 @@ fn arb_value(kind: &ColumnKind, avro_enum: bool) -> BoxedStrategy<Value> {
         .boxed(),
         K::Bit { bits } => any::<u64>()
             .prop_map(move |b| Value::Bit(if bits == 64 { b } else { b & ((1 << bits) - 1) }))
+            .boxed(),
+        K::Point => (
+            prop_oneof![Just(0i32), Just(3857), any::<i32>()],
+            any::<f64>().prop_filter("finite", |d| d.is_finite()),
+            any::<f64>().prop_filter("finite", |d| d.is_finite()),
+        )
+            .prop_map(|(srid, x, y)| Value::Geometry(stored_point(srid, x, y)))
             .boxed(),
         K::Geometry => (
             prop_oneof![Just(0u32), Just(4326), any::<u32>()],
@@ -1995,4 +2021,65 @@ fn embedded_fixed_schemas_equal_the_files() {
         doc["fields"][3]["type"],
         json!(["null", serde_json::from_str::<J>(transaction_file).unwrap()])
     );
+}
+
+/// SRID + little-endian WKB of a 2D point, as the server stores it.
+fn stored_point(srid: i32, x: f64, y: f64) -> Vec<u8> {
+    let mut v = srid.to_le_bytes().to_vec();
+    v.push(1);
+    v.extend(1u32.to_le_bytes());
+    v.extend(x.to_le_bytes());
+    v.extend(y.to_le_bytes());
+    v
+}
+
+/// POINT: Debezium's `io.debezium.data.geometry.Point` record (x, y, optional wkb, optional
+/// srid, in that order); a value that is not a 2D point is null in a nullable column and an
+/// error in a NOT NULL one.
+#[test]
+fn point_is_debeziums_point_record() {
+    let p = stored_point(3857, 1.5, -2.25);
+    assert_eq!(
+        one(ColumnKind::Point, false, Value::Geometry(p.clone())),
+        AV::Record(vec![
+            ("x".into(), AV::Double(1.5)),
+            ("y".into(), AV::Double(-2.25)),
+            ("wkb".into(), some(AV::Bytes(p[4..].to_vec()))),
+            ("srid".into(), some(AV::Int(3857))),
+        ])
+    );
+    assert_eq!(
+        one(
+            ColumnKind::Point,
+            true,
+            Value::Geometry(stored_point(0, 0.0, 0.0))
+        ),
+        some(AV::Record(vec![
+            ("x".into(), AV::Double(0.0)),
+            ("y".into(), AV::Double(0.0)),
+            (
+                "wkb".into(),
+                some(AV::Bytes(stored_point(0, 0.0, 0.0)[4..].to_vec()))
+            ),
+            ("srid".into(), null()),
+        ]))
+    );
+    let line = stored_point(0, 1.0, 1.0)[..20].to_vec();
+    assert_eq!(
+        one(ColumnKind::Point, true, Value::Geometry(line.clone())),
+        null()
+    );
+    let err = enc_err(ColumnKind::Point, false, Value::Geometry(line));
+    assert!(err.contains("not a 2D point"), "{err}");
+    // Two POINT columns: the record is defined once, then named.
+    let t = ctx(
+        vec![
+            col("a", ColumnKind::Point, true),
+            col("b", ColumnKind::Point, true),
+        ],
+        vec![],
+    );
+    let schema = &t.avro.as_ref().unwrap().value.schema_json;
+    assert_eq!(schema.matches(r#""name":"Point""#).count(), 1, "{schema}");
+    assert!(schema.contains(r#""connect.name":"io.debezium.data.geometry.Point""#));
 }

@@ -91,6 +91,7 @@ fn sql_type_of(kind: &crate::schema::ColumnKind) -> String {
         K::Bit { bits } => format!("bit({bits})"),
         K::Json => "json".into(),
         K::Geometry => "geometry".into(),
+        K::Point => "point".into(),
         K::Vector { dimensions } => match dimensions {
             Some(d) => format!("vector({d})"),
             None => "vector".into(),
