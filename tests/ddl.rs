@@ -30,6 +30,7 @@ use sluice::schema::{charset_kind, ColumnKind, ServerFlavor, TableSchema};
 use support::*;
 
 per_flavor!(
+    all:
     loaded_parsed_and_logged_definitions_agree,
     binlog_ddl_keeps_tracked_definitions_current,
 );

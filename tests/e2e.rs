@@ -576,6 +576,7 @@ async fn a_source_transaction_longer_than_the_kafka_timeout_is_a_clear_error(fla
 }
 
 per_flavor!(
+    all:
     changes_arrive_exactly_once_in_order_with_debezium_shape,
     a_killed_transaction_is_invisible_then_written_once,
     xa_transactions_are_emitted_only_when_committed_even_across_a_crash,
