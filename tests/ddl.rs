@@ -87,7 +87,12 @@ async fn read_binlog(
     from: &(String, u64),
     db: &str,
 ) -> (Vec<Query>, Vec<TableMapEvent<'static>>) {
-    let conn = root(f.port).await;
+    let mut conn = root(f.port).await;
+    if !f.mysql {
+        // GTID events as they are (type 162, with their flags): without this capability
+        // MariaDB sends an old replica a BEGIN query in their place.
+        exec(&mut conn, &["SET @mariadb_slave_capability = 4"]).await;
+    }
     let request = BinlogStreamRequest::new(20_000 + rand::random::<u32>() % 40_000)
         .with_filename(from.0.as_bytes())
         .with_pos(from.1)

@@ -59,11 +59,7 @@ async fn binlog_end(c: &mut mysql_async::Conn) -> (String, u64) {
 
 /// `Event_type`, `Pos` and `End_log_pos` of `SHOW BINLOG EVENTS` from `pos` on (the server
 /// computes `Pos` by reading the file; `End_log_pos` is what the event header says).
-async fn binlog_events(
-    c: &mut mysql_async::Conn,
-    file: &str,
-    pos: u64,
-) -> Vec<(String, u64, u64)> {
+async fn binlog_events(c: &mut mysql_async::Conn, file: &str, pos: u64) -> Vec<(String, u64, u64)> {
     let rows: Vec<mysql_async::Row> = c
         .query(format!("SHOW BINLOG EVENTS IN '{file}' FROM {pos}"))
         .await
@@ -222,7 +218,11 @@ async fn a_two_phase_alter_is_recorded_once_and_a_rolled_back_one_never() {
         .query_first("SELECT @@GLOBAL.binlog_alter_two_phase")
         .await
         .expect("binlog_alter_two_phase");
-    assert_eq!(two_phase, Some(1), "mariadb11 runs with binlog_alter_two_phase=ON");
+    assert_eq!(
+        two_phase,
+        Some(1),
+        "mariadb11 runs with binlog_alter_two_phase=ON"
+    );
     exec(
         &mut c,
         &[
@@ -241,7 +241,9 @@ async fn a_two_phase_alter_is_recorded_once_and_a_rolled_back_one_never() {
     let (file, from) = binlog_end(&mut c).await;
     // Fails on the duplicate 5s after its START ALTER was logged: ROLLBACK ALTER.
     let failed = c
-        .query_drop(format!("ALTER TABLE {db}.t ADD UNIQUE KEY (c), ADD COLUMN x INT"))
+        .query_drop(format!(
+            "ALTER TABLE {db}.t ADD UNIQUE KEY (c), ADD COLUMN x INT"
+        ))
         .await;
     assert!(failed.is_err(), "the ALTER must fail");
     exec(
@@ -276,7 +278,10 @@ async fn a_two_phase_alter_is_recorded_once_and_a_rolled_back_one_never() {
     );
     assert_eq!(recs.len(), 3, "log:\n{}", p.log());
     let last = recs[2].value.as_ref().expect("value");
-    assert_eq!(last["after"]["e"], "y", "rows after the ALTER carry e: {last}");
+    assert_eq!(
+        last["after"]["e"], "y",
+        "rows after the ALTER carry e: {last}"
+    );
     assert!(
         recs[0].value.as_ref().unwrap()["after"].get("x").is_none(),
         "the rolled-back column never appears"

@@ -187,7 +187,10 @@ pub fn parse_maria_gtid(body: &[u8], server_id: u32) -> Result<MariaGtidEvent, E
     }
     if flags & (gtid_flags::PREPARED_XA | gtid_flags::COMPLETED_XA) != 0 {
         let lens = body.get(at + 4..at + 6).ok_or_else(|| {
-            err("MariaDB GTID", format!("xid announced, body has {} bytes", body.len()))
+            err(
+                "MariaDB GTID",
+                format!("xid announced, body has {} bytes", body.len()),
+            )
         })?;
         at += 6 + usize::from(lens[0]) + usize::from(lens[1]);
     }
@@ -886,8 +889,9 @@ mod tests {
         assert!(g.standalone());
         assert_eq!(g.alter, AlterPhase::Start);
 
-        let commit =
-            hex_body("06 00 00 00 00 00 00 00 00 00 00 00 29 14 05 00 00 00 00 00 00 00 0c 00 00 00");
+        let commit = hex_body(
+            "06 00 00 00 00 00 00 00 00 00 00 00 29 14 05 00 00 00 00 00 00 00 0c 00 00 00",
+        );
         let g = parse_maria_gtid(&commit, 4).unwrap();
         assert_eq!(g.gtid.to_string(), "0-4-6");
         assert_eq!(g.alter, AlterPhase::Commit(5));
@@ -922,7 +926,10 @@ mod tests {
         b.push(gtid_flags_extra::MULTI_ENGINE | gtid_flags_extra::COMMIT_ALTER);
         b.push(2); // extra engines
         b.extend(6u64.to_le_bytes());
-        assert_eq!(parse_maria_gtid(&b, 1).unwrap().alter, AlterPhase::Commit(6));
+        assert_eq!(
+            parse_maria_gtid(&b, 1).unwrap().alter,
+            AlterPhase::Commit(6)
+        );
         // An xid longer than the body is an error, not a wrong read.
         assert!(parse_maria_gtid(&b[..20], 1).is_err());
     }

@@ -487,8 +487,8 @@ fn mariadb_vector_is_logged_as_varbinary_of_four_bytes_per_dimension() {
         s.columns[1].kind
     );
     // A snapshot's schema (from the definition alone) is the table map's.
-    let logged = TableSchema::from_table_map_with_def(&b.event(), ServerFlavor::MariaDb, &def)
-        .unwrap();
+    let logged =
+        TableSchema::from_table_map_with_def(&b.event(), ServerFlavor::MariaDb, &def).unwrap();
     let loaded = TableSchema::from_def(&def, &[(0, 4), (63, 12)], ServerFlavor::MariaDb).unwrap();
     assert_eq!(loaded.columns[1].kind, logged.columns[1].kind);
     // MySQL logs the type itself.

@@ -31,7 +31,7 @@ use rdkafka::TopicPartitionList;
 /// A database flavour under test.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Flavor {
-    /// Name shown in failures (and sluice's `source.connector`).
+    /// Name shown in failures (and, but for `mariadb11`, sluice's `source.connector`).
     pub name: &'static str,
     /// Port of the default instance.
     pub port: u16,

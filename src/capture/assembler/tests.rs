@@ -705,7 +705,9 @@ fn a_two_phase_alter_is_applied_once_at_commit_alter_and_never_on_rollback() {
     );
     assert_eq!(shop_columns(&a), ["id"], "not applied at START ALTER");
     assert!(
-        !view(&out).iter().any(|v| v.starts_with('B') || v.starts_with('S')),
+        !view(&out)
+            .iter()
+            .any(|v| v.starts_with('B') || v.starts_with('S')),
         "nothing emitted for START ALTER: {:?}",
         view(&out)
     );
@@ -739,12 +741,20 @@ fn a_two_phase_alter_is_applied_once_at_commit_alter_and_never_on_rollback() {
         &[
             (types::MARIA_GTID, 500, maria_gtid(7, START_ALTER, None)),
             (types::QUERY, 600, alter(add_d)),
-            (types::MARIA_GTID, 700, maria_gtid(8, ROLLBACK_ALTER, Some(7))),
+            (
+                types::MARIA_GTID,
+                700,
+                maria_gtid(8, ROLLBACK_ALTER, Some(7)),
+            ),
             (types::QUERY, 800, alter(add_d)),
         ],
         &mut out,
     );
-    assert_eq!(shop_columns(&a), ["id", "c"], "a rolled-back ALTER changes nothing");
+    assert_eq!(
+        shop_columns(&a),
+        ["id", "c"],
+        "a rolled-back ALTER changes nothing"
+    );
     assert!(
         !view(&out).iter().any(|v| v.starts_with('S')),
         "{:?}",
