@@ -244,16 +244,13 @@ pub async fn load_table_schema(
 async fn collation_id(conn: &mut mysql_async::Conn, name: &str) -> Result<u16> {
     let sql = "SELECT ID FROM information_schema.COLLATION_CHARACTER_SET_APPLICABILITY \
                WHERE FULL_COLLATION_NAME = ?";
-    let found: Option<Option<u64>> = match conn
+    // MySQL and MariaDB before 10.10 have no such column (an error, read as not found); they
+    // list every collation in COLLATIONS anyway.
+    let found: Option<Option<u64>> = conn
         .exec_first(sql, (name,))
         .timed(format!("reading the id of collation {name}"))
         .await?
-    {
-        Ok(v) => v,
-        // MySQL and MariaDB before 10.10 have no such column; they list every collation in
-        // COLLATIONS anyway.
-        Err(_) => None,
-    };
+        .unwrap_or_default();
     Ok(found
         .flatten()
         .and_then(|v| u16::try_from(v).ok())
