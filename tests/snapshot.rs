@@ -20,6 +20,7 @@ use serde_json::Value as J;
 use support::*;
 
 per_flavor!(
+    all:
     initial_snapshot_under_writes_equals_the_table,
     snapshot_survives_repeated_sigkills,
     adhoc_snapshots_by_signal_and_command,

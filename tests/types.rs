@@ -788,6 +788,7 @@ async fn every_type_round_trips_through_avro(flavor: Flavor) {
 }
 
 per_flavor!(
+    all:
     every_type_round_trips_through_json,
     every_type_round_trips_through_avro
 );

@@ -1,6 +1,10 @@
 # shellcheck shell=bash
 # Private MariaDB instances (never the packaged system service). Source after
-# common.sh, deps.sh and tls.sh.
+# common.sh, deps.sh, tls.sh, mysql-sid.sh and mariadb-trixie.sh.
+#
+# Instances named mariadb11* run MariaDB 11.8 from the unpacked Debian trixie
+# root (mariadb-trixie.sh) through its own loader; the others run the host's
+# packaged MariaDB (10.11 on bookworm).
 #
 #   mariadb_up NAME PORT [SERVER_ID [OPTION...]]
 #                             init (first time) + start + provision users
@@ -34,15 +38,64 @@ mariadb_pid() {
     owned_pid "$(_mdb_pidfile "$1")" "--datadir=$(_mdb_datadir "$1")"
 }
 
+# _mdb_is11 NAME: the instance runs MariaDB 11.8 from the trixie root.
+_mdb_is11() { [[ $1 == mariadb11* ]]; }
+
+# _mdb_cmd NAME BIN: MDB_CMD=(command line running BIN for instance NAME).
+_mdb_cmd() {
+    if _mdb_is11 "$1"; then
+        mariadb_trixie_cmd "$2"
+        MDB_CMD=("${MARIADB_TRIXIE_CMD[@]}")
+    else
+        MDB_CMD=("$2")
+    fi
+}
+
+# _mdb_root_args NAME: where the trixie root keeps messages and charsets.
+_mdb_root_args() {
+    _mdb_is11 "$1" || return 0
+    local root
+    root=$(mariadb_trixie_root_path)
+    printf '%s\n' "--basedir=$root/usr" \
+        "--lc-messages-dir=$root/usr/share/mariadb" \
+        "--character-sets-dir=$root/usr/share/mariadb/charsets"
+}
+
 _mdb_client() {
-    local name=$1
+    local name=$1 extra=()
     shift
-    mariadb --no-defaults --protocol=socket -S "$(_mdb_socket "$name")" -uroot "$@"
+    _mdb_cmd "$name" mariadb
+    _mdb_is11 "$name" && extra=("--character-sets-dir=$(mariadb_trixie_root_path)/usr/share/mariadb/charsets")
+    "${MDB_CMD[@]}" --no-defaults "${extra[@]}" --protocol=socket -S "$(_mdb_socket "$name")" -uroot "$@"
 }
 
 _mdb_ping() {
+    if _mdb_is11 "$1"; then
+        # The trixie root has the client-core package only (no mariadb-admin).
+        _mdb_client "$1" --connect-timeout=2 -N -B -e 'SELECT 1' >/dev/null 2>&1
+        return
+    fi
     mariadb-admin --no-defaults --protocol=socket -S "$(_mdb_socket "$1")" -uroot \
         --connect-timeout=2 ping >/dev/null 2>&1
+}
+
+# _mdb_bootstrap11 NAME DATADIR LOG: what mariadb-install-db does (its script
+# would start the root's mariadbd without the loader): the system tables, data,
+# help tables and sys schema through `mariadbd --bootstrap`, root without a
+# password (--auth-root-authentication-method=normal), no test database.
+_mdb_bootstrap11() {
+    local name=$1 datadir=$2 log=$3 share args
+    share="$(mariadb_trixie_root_path)/usr/share/mariadb"
+    mapfile -t args < <(_mdb_root_args "$name")
+    _mdb_cmd "$name" mariadbd
+    {
+        printf '%s\n' 'create database if not exists mysql;' 'use mysql;' 'SET @auth_root_socket=NULL;'
+        cat "$share/mariadb_system_tables.sql" "$share/mariadb_performance_tables.sql" \
+            "$share/mariadb_system_tables_data.sql" "$share/fill_help_tables.sql" \
+            "$share/maria_add_gis_sp_bootstrap.sql" "$share/mariadb_sys_schema.sql"
+    } | sed -e '/@current_hostname/d' | "${MDB_CMD[@]}" --no-defaults --bootstrap "${args[@]}" \
+        --datadir="$datadir" --user=root --log-warnings=0 --enforce-storage-engine="" \
+        --max_allowed_packet=8M --net_buffer_length=16K >"$log" 2>&1
 }
 
 # Stop the MariaDB/MySQL server listening on PORT when it is not one of ours
@@ -96,7 +149,10 @@ _mdb_init() {
     mkdir -p "$datadir"
     local log="$DATA_DIR/$name-install.log"
     say "$name: initialising $(rel "$datadir")"
-    if ! mariadb-install-db --no-defaults --datadir="$datadir" --user=root \
+    if _mdb_is11 "$name"; then
+        _mdb_bootstrap11 "$name" "$datadir" "$log" \
+            || fail_with_log "$log" "$name: mariadbd --bootstrap failed"
+    elif ! mariadb-install-db --no-defaults --datadir="$datadir" --user=root \
         --auth-root-authentication-method=normal --skip-test-db \
         --skip-name-resolve >"$log" 2>&1; then
         fail_with_log "$log" "$name: mariadb-install-db failed"
@@ -182,7 +238,11 @@ mariadb_up() {
         return 0
     fi
 
-    command -v mariadbd >/dev/null 2>&1 || die "mariadbd not installed (apt-get install mariadb-server)"
+    if _mdb_is11 "$name"; then
+        mariadb_trixie_ensure_root
+    else
+        command -v mariadbd >/dev/null 2>&1 || die "mariadbd not installed (apt-get install mariadb-server)"
+    fi
     local datadir pidfile sock errlog
     datadir=$(_mdb_datadir "$name")
     pidfile=$(_mdb_pidfile "$name")
@@ -198,12 +258,15 @@ mariadb_up() {
 
     _mdb_init "$name"
 
-    local tls
+    local tls root_args
     mapfile -t tls < <(tls_server_args)
+    mapfile -t root_args < <(_mdb_root_args "$name")
+    _mdb_cmd "$name" mariadbd
     say "$name: starting on 127.0.0.1:$port"
     (
         close_extra_fds
-        exec setsid nohup mariadbd --no-defaults \
+        exec setsid nohup "${MDB_CMD[@]}" --no-defaults \
+            "${root_args[@]}" \
             --datadir="$datadir" \
             --user=root \
             --bind-address=127.0.0.1 \
@@ -273,8 +336,10 @@ mariadb_status() {
     else
         pid="" state=down
     fi
+    local what=""
+    _mdb_is11 "$name" && what="MariaDB 11.8 (Debian trixie build), "
     status_line "$name" "$state" "$pid" "127.0.0.1:$port" \
-        "data $(rel "$(_mdb_datadir "$name")"), log $(rel "$(_mdb_errlog "$name")"), socket $(rel "$(_mdb_socket "$name")")$extra"
+        "${what}data $(rel "$(_mdb_datadir "$name")"), log $(rel "$(_mdb_errlog "$name")"), socket $(rel "$(_mdb_socket "$name")")$extra"
 }
 
 # _mdb_slave_status NAME: SHOW SLAVE STATUS\G (empty when not a replica).

@@ -23,6 +23,14 @@ MYSQL_SID_DIR="$CACHE_DIR/mysql-sid"
 MYSQL_SID_DEBS="$MYSQL_SID_DIR/debs"
 MYSQL_SID_ARCH=amd64
 MYSQL_SID_TRIPLET=x86_64-linux-gnu
+# The Debian suite, the package whose version names the root, the root's name
+# prefix and the label of messages. Another server taken the same way (e.g.
+# MariaDB from trixie, mariadb-trixie.sh) runs these functions with its own
+# values of all MYSQL_SID_* settings as `local`s (bash's dynamic scoping).
+MYSQL_SID_SUITE=sid
+MYSQL_SID_KEY_PKG=mysql-server-core
+MYSQL_SID_ROOT_PREFIX=mysql-root
+MYSQL_SID_LABEL=mysql
 # What we need; the rest is their Depends/Pre-Depends closure.
 MYSQL_SID_WANT=(mysql-server-core mysql-client-core)
 # Dependencies that only matter to maintainer scripts or to scripts we never
@@ -70,8 +78,8 @@ _msid_setup() {
         "$MYSQL_SID_DIR/apt-cache/archives/partial" "$MYSQL_SID_DEBS"
     [[ -f $MYSQL_SID_DIR/status ]] || : >"$MYSQL_SID_DIR/status"
     local keyring=/usr/share/keyrings/debian-archive-keyring.gpg
-    [[ -f $keyring ]] || die "mysql: $keyring missing (apt-get install debian-archive-keyring)"
-    printf 'deb [arch=%s signed-by=%s] %s sid main\n' "$MYSQL_SID_ARCH" "$keyring" "$(_msid_mirror)" \
+    [[ -f $keyring ]] || die "$MYSQL_SID_LABEL: $keyring missing (apt-get install debian-archive-keyring)"
+    printf 'deb [arch=%s signed-by=%s] %s %s main\n' "$MYSQL_SID_ARCH" "$keyring" "$(_msid_mirror)" "$MYSQL_SID_SUITE" \
         >"$MYSQL_SID_DIR/sources.list"
 }
 
@@ -81,9 +89,9 @@ _msid_update() {
     (( _MSID_UPDATED )) && return 0
     _msid_setup
     local log="$MYSQL_SID_DIR/apt.log"
-    say "mysql: apt-get update (private Debian sid index in $MYSQL_SID_DIR)"
+    say "$MYSQL_SID_LABEL: apt-get update (private Debian $MYSQL_SID_SUITE index in $MYSQL_SID_DIR)"
     _msid_apt apt-get update </dev/null >"$log" 2>&1 \
-        || fail_with_log "$log" "mysql: apt-get update of the private sid index failed"
+        || fail_with_log "$log" "$MYSQL_SID_LABEL: apt-get update of the private $MYSQL_SID_SUITE index failed"
     _MSID_UPDATED=1
 }
 
@@ -103,8 +111,9 @@ _msid_lock_version() {
 # mysql_sid_root_path: where the root for the current lock file lives.
 mysql_sid_root_path() {
     local v
-    v=$(_msid_lock_version mysql-server-core)
-    printf '%s' "$CACHE_DIR/mysql-root-${v:-none}-$(_msid_lock_hash)"
+    v=$(_msid_lock_version "$MYSQL_SID_KEY_PKG")
+    v=${v#*:} # no epoch: the root's folders go into --library-path (':'-separated)
+    printf '%s' "$CACHE_DIR/$MYSQL_SID_ROOT_PREFIX-${v:-none}-$(_msid_lock_hash)"
 }
 
 mysql_sid_root_ready() {
@@ -169,10 +178,10 @@ _msid_resolve() {
 _msid_write_lock() {
     {
         printf '%s\n' \
-            "# Debian sid packages unpacked into the private MySQL root (scripts/lib/mysql-sid.sh)." \
+            "# Debian $MYSQL_SID_SUITE packages unpacked into the private $MYSQL_SID_LABEL root (scripts/lib/$(basename "$MYSQL_SID_LOCK" .lock).sh)." \
             "# package version sha256 -- the Depends/Pre-Depends closure of ${MYSQL_SID_WANT[*]}" \
-            "# (perl, debconf & co. left out). Regenerated when sid stops serving a pinned version;" \
-            "# resolved on $(date -u +%Y-%m-%d) from Debian sid ($MYSQL_SID_ARCH)."
+            "# (perl, debconf & co. left out). Regenerated when $MYSQL_SID_SUITE stops serving a pinned version;" \
+            "# resolved on $(date -u +%Y-%m-%d) from Debian $MYSQL_SID_SUITE ($MYSQL_SID_ARCH)."
         printf '%s\n' "$1"
     } >"$MYSQL_SID_LOCK.tmp"
     mv "$MYSQL_SID_LOCK.tmp" "$MYSQL_SID_LOCK"
@@ -189,7 +198,7 @@ _msid_download() {
     done <<<"$entries"
     ((${#specs[@]})) || return 0
     _msid_update
-    say "mysql: downloading ${#specs[@]} package(s) from Debian sid"
+    say "$MYSQL_SID_LABEL: downloading ${#specs[@]} package(s) from Debian $MYSQL_SID_SUITE"
     (cd "$MYSQL_SID_DEBS" && _msid_apt apt-get download "${specs[@]}") </dev/null >"$log" 2>&1 || {
         show_log_tail "$log" 20
         return 1
@@ -197,15 +206,15 @@ _msid_download() {
     while read -r pkg ver sha; do
         [[ -n $pkg ]] || continue
         _msid_have "$pkg" "$ver" "$sha" \
-            || die "mysql: $pkg $ver: downloaded file does not match the sha256 in $(rel "$MYSQL_SID_LOCK")"
+            || die "$MYSQL_SID_LABEL: $pkg $ver: downloaded file does not match the sha256 in $(rel "$MYSQL_SID_LOCK")"
     done <<<"$entries"
 }
 
 # mysql_sid_ensure_root: make sure the root for the lock file is unpacked.
 mysql_sid_ensure_root() {
-    [[ $(uname -m) == x86_64 ]] || die "mysql: the sid MySQL root is only set up for x86_64 (this is $(uname -m))"
+    [[ $(uname -m) == x86_64 ]] || die "$MYSQL_SID_LABEL: the Debian $MYSQL_SID_SUITE root is only set up for x86_64 (this is $(uname -m))"
     if ! command -v apt-get >/dev/null 2>&1 || ! command -v dpkg >/dev/null 2>&1; then
-        die "mysql: apt-get and dpkg are needed to fetch MySQL from Debian sid"
+        die "$MYSQL_SID_LABEL: apt-get and dpkg are needed to fetch packages from Debian $MYSQL_SID_SUITE"
     fi
     if mysql_sid_root_ready; then
         MYSQL_ROOT=$(mysql_sid_root_path)
@@ -216,23 +225,25 @@ mysql_sid_ensure_root() {
     entries=$(_msid_lock_entries)
     if [[ -z $entries ]] || ! _msid_download "$entries"; then
         if [[ -z $entries ]]; then
-            warn "mysql: no $(rel "$MYSQL_SID_LOCK"); resolving the package set from the current sid index"
+            warn "$MYSQL_SID_LABEL: no $(rel "$MYSQL_SID_LOCK"); resolving the package set from the current $MYSQL_SID_SUITE index"
         else
             warn "################################################################################"
-            warn "mysql: Debian sid no longer serves (all of) the versions pinned in"
-            warn "mysql: $(rel "$MYSQL_SID_LOCK") and the cache does not have them."
-            warn "mysql: RESOLVING AFRESH from the current sid index -- the MySQL build may change."
-            warn "mysql: The lock file is rewritten; review and commit it."
+            warn "$MYSQL_SID_LABEL: Debian $MYSQL_SID_SUITE no longer serves (all of) the versions pinned in"
+            warn "$MYSQL_SID_LABEL: $(rel "$MYSQL_SID_LOCK") and the cache does not have them."
+            warn "$MYSQL_SID_LABEL: RESOLVING AFRESH from the current $MYSQL_SID_SUITE index -- the server build may change."
+            warn "$MYSQL_SID_LABEL: The lock file is rewritten; review and commit it."
             warn "################################################################################"
         fi
         _msid_update
         entries=$(_msid_resolve)
-        if ! grep -q '^mysql-server-core ' <<<"$entries" || ! grep -q '^mysql-client-core ' <<<"$entries"; then
-            die "mysql: the sid index has no mysql-server-core/mysql-client-core"
-        fi
+        local want
+        for want in "${MYSQL_SID_WANT[@]}"; do
+            grep -q "^$want " <<<"$entries" \
+                || die "$MYSQL_SID_LABEL: the $MYSQL_SID_SUITE index has no $want"
+        done
         _msid_write_lock "$entries"
-        say "mysql: wrote $(rel "$MYSQL_SID_LOCK") ($(wc -l <<<"$entries") packages, mysql-server-core $(_msid_lock_version mysql-server-core))"
-        _msid_download "$entries" || fail_with_log "$MYSQL_SID_DIR/download.log" "mysql: downloading from Debian sid failed"
+        say "$MYSQL_SID_LABEL: wrote $(rel "$MYSQL_SID_LOCK") ($(wc -l <<<"$entries") packages, $MYSQL_SID_KEY_PKG $(_msid_lock_version "$MYSQL_SID_KEY_PKG"))"
+        _msid_download "$entries" || fail_with_log "$MYSQL_SID_DIR/download.log" "$MYSQL_SID_LABEL: downloading from Debian $MYSQL_SID_SUITE failed"
         if mysql_sid_root_ready; then
             MYSQL_ROOT=$(mysql_sid_root_path)
             return 0
@@ -242,24 +253,24 @@ mysql_sid_ensure_root() {
     local root tmp pkg ver sha f
     root=$(mysql_sid_root_path)
     tmp="$root.tmp"
-    say "mysql: unpacking $(wc -l <<<"$entries") packages into $root"
+    say "$MYSQL_SID_LABEL: unpacking $(wc -l <<<"$entries") packages into $root"
     rm -rf -- "$tmp"
     mkdir -p "$tmp"
     while read -r pkg ver sha; do
         [[ -n $pkg ]] || continue
-        f=$(_msid_deb "$pkg" "$ver") || die "mysql: $pkg $ver missing from $MYSQL_SID_DEBS"
-        dpkg -x "$f" "$tmp" || die "mysql: dpkg -x $f failed"
+        f=$(_msid_deb "$pkg" "$ver") || die "$MYSQL_SID_LABEL: $pkg $ver missing from $MYSQL_SID_DEBS"
+        dpkg -x "$f" "$tmp" || die "$MYSQL_SID_LABEL: dpkg -x $f failed"
     done <<<"$entries"
     MYSQL_ROOT=$tmp
     mysql_sid_cmd mysqld
     local out
     out=$("${MYSQL_SID_CMD[@]}" --no-defaults --version 2>&1) \
-        || die "mysql: the unpacked mysqld does not run: $out"
+        || die "$MYSQL_SID_LABEL: the unpacked mysqld does not run: $out"
     rm -rf -- "$root"
     mv "$tmp" "$root"
     MYSQL_ROOT=$root
     _msid_lock_hash >"$root/.sluice-complete"
-    say "mysql: ${out#*/usr/sbin/}"
+    say "$MYSQL_SID_LABEL: ${out#*/usr/sbin/}"
 }
 
 # mysql_sid_libpath ROOT: the --library-path for the loader.
@@ -281,7 +292,7 @@ mysql_sid_cmd() {
     elif [[ -x $root/usr/bin/$bin ]]; then
         path=$root/usr/bin/$bin
     else
-        die "mysql: no $bin in $root"
+        die "$MYSQL_SID_LABEL: no $bin in $root"
     fi
     MYSQL_SID_CMD=("$root/usr/lib/$MYSQL_SID_TRIPLET/ld-linux-x86-64.so.2"
         --library-path "$(mysql_sid_libpath "$root")" "$path")

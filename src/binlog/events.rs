@@ -119,10 +119,37 @@ pub mod gtid_flags {
     #[cfg(test)]
     pub const STANDALONE: u8 = 1;
     /// A commit id follows.
-    #[cfg(test)]
     pub const GROUP_COMMIT_ID: u8 = 2;
     /// The group is an XA PREPARE.
     pub const PREPARED_XA: u8 = 64;
+    /// The group is an XA COMMIT / XA ROLLBACK (an xid follows, as for PREPARED_XA).
+    pub const COMPLETED_XA: u8 = 128;
+}
+
+/// MariaDB GTID event extra flags (`flags_extra`, MariaDB 10.8+), after `flags2`'s fields.
+pub mod gtid_flags_extra {
+    /// A count of extra engines (one byte) follows.
+    pub const MULTI_ENGINE: u8 = 1;
+    /// The group is the first half of a two-phase ALTER (`binlog_alter_two_phase`): the
+    /// statement has started, its outcome is logged later.
+    pub const START_ALTER: u8 = 2;
+    /// The group completes the ALTER whose START ALTER has sequence number `sa_seq_no`.
+    pub const COMMIT_ALTER: u8 = 4;
+    /// The ALTER whose START ALTER has sequence number `sa_seq_no` failed and was undone.
+    pub const ROLLBACK_ALTER: u8 = 8;
+}
+
+/// Which half of a two-phase ALTER (MariaDB `binlog_alter_two_phase`) a GTID group is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AlterPhase {
+    /// An ordinary group.
+    None,
+    /// START ALTER: the statement began; nothing is decided yet.
+    Start,
+    /// COMMIT ALTER of the START ALTER with this sequence number: the ALTER took effect.
+    Commit(u64),
+    /// ROLLBACK ALTER of the START ALTER with this sequence number: the ALTER failed.
+    Rollback(u64),
 }
 
 /// A parsed MariaDB GTID event.
@@ -132,6 +159,8 @@ pub struct MariaGtidEvent {
     pub gtid: MariadbGtid,
     /// `flags2`.
     pub flags: u8,
+    /// The two-phase ALTER half this group is (from `flags_extra`).
+    pub alter: AlterPhase,
 }
 
 impl MariaGtidEvent {
@@ -142,15 +171,55 @@ impl MariaGtidEvent {
     }
 }
 
-/// Parses a MariaDB GTID event body: `seq_no u64, domain_id u32, flags2 u8, ...`.
+/// Parses a MariaDB GTID event body: `seq_no u64, domain_id u32, flags2 u8`, then
+/// `commit_id u64` (GROUP_COMMIT_ID), the xid (`format_id u32, gtrid_len u8, bqual_len u8,
+/// data`; PREPARED_XA / COMPLETED_XA), then (MariaDB 10.8+, when the body goes on)
+/// `flags_extra u8`, `extra_engines u8` (MULTI_ENGINE) and `sa_seq_no u64` (COMMIT_ALTER /
+/// ROLLBACK_ALTER). Servers pad a short body with zeros, which reads as no extra flags.
 pub fn parse_maria_gtid(body: &[u8], server_id: u32) -> Result<MariaGtidEvent, EventError> {
-    let seq_no =
-        le_u64(body, 0).ok_or_else(|| err("MariaDB GTID", "body shorter than 13 bytes"))?;
-    let domain_id =
-        le_u32(body, 8).ok_or_else(|| err("MariaDB GTID", "body shorter than 13 bytes"))?;
-    let flags = *body
-        .get(12)
-        .ok_or_else(|| err("MariaDB GTID", "body shorter than 13 bytes"))?;
+    let short = || err("MariaDB GTID", "body shorter than 13 bytes");
+    let seq_no = le_u64(body, 0).ok_or_else(short)?;
+    let domain_id = le_u32(body, 8).ok_or_else(short)?;
+    let flags = *body.get(12).ok_or_else(short)?;
+    let mut at = 13;
+    if flags & gtid_flags::GROUP_COMMIT_ID != 0 {
+        at += 8;
+    }
+    if flags & (gtid_flags::PREPARED_XA | gtid_flags::COMPLETED_XA) != 0 {
+        let lens = body.get(at + 4..at + 6).ok_or_else(|| {
+            err(
+                "MariaDB GTID",
+                format!("xid announced, body has {} bytes", body.len()),
+            )
+        })?;
+        at += 6 + usize::from(lens[0]) + usize::from(lens[1]);
+    }
+    let extra = body.get(at).copied().unwrap_or(0);
+    at += 1;
+    if extra & gtid_flags_extra::MULTI_ENGINE != 0 {
+        at += 1;
+    }
+    let sa_seq_no = || {
+        le_u64(body, at).ok_or_else(|| {
+            err(
+                "MariaDB GTID",
+                format!(
+                    "COMMIT/ROLLBACK ALTER without the START ALTER's sequence number \
+                     ({} bytes)",
+                    body.len()
+                ),
+            )
+        })
+    };
+    let alter = if extra & gtid_flags_extra::COMMIT_ALTER != 0 {
+        AlterPhase::Commit(sa_seq_no()?)
+    } else if extra & gtid_flags_extra::ROLLBACK_ALTER != 0 {
+        AlterPhase::Rollback(sa_seq_no()?)
+    } else if extra & gtid_flags_extra::START_ALTER != 0 {
+        AlterPhase::Start
+    } else {
+        AlterPhase::None
+    };
     Ok(MariaGtidEvent {
         gtid: MariadbGtid {
             domain_id,
@@ -158,6 +227,7 @@ pub fn parse_maria_gtid(body: &[u8], server_id: u32) -> Result<MariaGtidEvent, E
             seq_no,
         },
         flags,
+        alter,
     })
 }
 
@@ -798,6 +868,70 @@ mod tests {
         assert_eq!(g.gtid.to_string(), "7-3-42");
         assert!(g.standalone());
         assert!(parse_maria_gtid(&b[..10], 3).is_err());
+    }
+
+    /// Hex of a GTID event body (header and checksum cut off).
+    fn hex_body(h: &str) -> Vec<u8> {
+        h.split_whitespace()
+            .map(|b| u8::from_str_radix(b, 16).unwrap())
+            .collect()
+    }
+
+    /// Bodies as MariaDB 11.8.9 wrote them with `binlog_alter_two_phase=ON` (read from its
+    /// binlog file): `ALTER TABLE ... ADD COLUMN` logged as GTID 0-4-5 START ALTER, then GTID
+    /// 0-4-6 COMMIT ALTER id=5 (flags_extra 0x10 adds the 4-byte thread id 12 at the end), and
+    /// an ordinary DML group (GTID 0-4-3: flags_extra 0x10, thread id, one byte of padding).
+    #[test]
+    fn maria_gtid_two_phase_alter_flags() {
+        let start = hex_body("05 00 00 00 00 00 00 00 00 00 00 00 29 12 0c 00 00 00 00");
+        let g = parse_maria_gtid(&start, 4).unwrap();
+        assert_eq!(g.gtid.to_string(), "0-4-5");
+        assert!(g.standalone());
+        assert_eq!(g.alter, AlterPhase::Start);
+
+        let commit = hex_body(
+            "06 00 00 00 00 00 00 00 00 00 00 00 29 14 05 00 00 00 00 00 00 00 0c 00 00 00",
+        );
+        let g = parse_maria_gtid(&commit, 4).unwrap();
+        assert_eq!(g.gtid.to_string(), "0-4-6");
+        assert_eq!(g.alter, AlterPhase::Commit(5));
+        // The START ALTER's sequence number is required.
+        assert!(parse_maria_gtid(&commit[..18], 4).is_err());
+
+        let mut rollback = commit.clone();
+        rollback[13] = 0x18;
+        assert_eq!(
+            parse_maria_gtid(&rollback, 4).unwrap().alter,
+            AlterPhase::Rollback(5)
+        );
+
+        let dml = hex_body("03 00 00 00 00 00 00 00 00 00 00 00 0c 10 0c 00 00 00 00");
+        assert_eq!(parse_maria_gtid(&dml, 4).unwrap().alter, AlterPhase::None);
+        // MariaDB 10.x pads the body to 19 bytes with zeros: no extra flags.
+        let mut old = 9u64.to_le_bytes().to_vec();
+        old.extend([0, 0, 0, 0, 0x0c, 0, 0, 0, 0, 0, 0]);
+        assert_eq!(parse_maria_gtid(&old, 1).unwrap().alter, AlterPhase::None);
+    }
+
+    /// The extra flags come after the commit id and the xid, whose lengths they skip.
+    #[test]
+    fn maria_gtid_extra_flags_after_commit_id_and_xid() {
+        let mut b = 7u64.to_le_bytes().to_vec();
+        b.extend(0u32.to_le_bytes());
+        b.push(gtid_flags::GROUP_COMMIT_ID | gtid_flags::PREPARED_XA);
+        b.extend(99u64.to_le_bytes());
+        b.extend(1u32.to_le_bytes()); // format id
+        b.extend([3, 2]); // gtrid, bqual lengths
+        b.extend(b"abcde");
+        b.push(gtid_flags_extra::MULTI_ENGINE | gtid_flags_extra::COMMIT_ALTER);
+        b.push(2); // extra engines
+        b.extend(6u64.to_le_bytes());
+        assert_eq!(
+            parse_maria_gtid(&b, 1).unwrap().alter,
+            AlterPhase::Commit(6)
+        );
+        // An xid longer than the body is an error, not a wrong read.
+        assert!(parse_maria_gtid(&b[..20], 1).is_err());
     }
 
     #[test]

@@ -236,10 +236,18 @@ pub enum CharsetKind {
 
 /// Classifies a MySQL/MariaDB collation id.
 ///
-/// Ids are those of MySQL 8 / MariaDB below 256 (MariaDB ≥ 10.10 also uses larger
-/// ids for UCA-14 collations; those are all classified as [`CharsetKind::Utf8`]
-/// unless listed here, which is right for `utf8mb3`/`utf8mb4`, the only charsets
-/// normally used with them).
+/// Below 256 the ids of MySQL 8 and MariaDB agree. Above, MySQL 8/9 has only its utf8mb4
+/// `*_0900_*` collations (255..=323; MariaDB 10.10+ gives 256..=309 the same meaning), while
+/// MariaDB 10.10+ numbers its other collations as `information_schema.
+/// COLLATION_CHARACTER_SET_APPLICABILITY` of 11.8 lists them:
+/// * 1024 + id: the NO PAD twin of collation `id` (e.g. `latin1_swedish_nopad_ci` = 1032);
+/// * 2048 + 256 × n + k: the UCA-14.0 collations (`*_uca1400_*`) of utf8mb3 (n = 0),
+///   utf8mb4 (1, so the 11.5+ default `utf8mb4_uca1400_ai_ci` is 2304), ucs2 (2), utf16 (3)
+///   and utf32 (4);
+/// * 576..=579 utf8mb3, 608..=611 utf8mb4, 640..=642 ucs2, 672..=674 utf16, 736..=738
+///   utf32 (the `*_uca1400_*` collations' compatibility aliases).
+///
+/// Anything else is taken as UTF-8.
 pub fn charset_kind(id: u16) -> CharsetKind {
     match id {
         BINARY_CHARSET => CharsetKind::Binary,
@@ -252,6 +260,11 @@ pub fn charset_kind(id: u16) -> CharsetKind {
         56 | 62 => CharsetKind::Utf16Le,
         60 | 61 | 160..=183 => CharsetKind::Utf32Be,
         1..=254 => CharsetKind::Other,
+        // MariaDB 10.10+ (see above).
+        576..=579 | 608..=611 | 2048..=2559 => CharsetKind::Utf8,
+        640..=642 | 672..=674 | 2560..=3071 => CharsetKind::Utf16Be,
+        736..=738 | 3072..=3327 => CharsetKind::Utf32Be,
+        1024..=2047 => charset_kind(id - 1024),
         _ => CharsetKind::Utf8,
     }
 }
@@ -363,6 +376,51 @@ mod tests {
         assert_eq!(charset_kind(8), CharsetKind::Latin1);
         assert_eq!(charset_kind(28), CharsetKind::Other); // gbk
         assert_eq!(charset_kind(2304), CharsetKind::Utf8);
+    }
+
+    /// MariaDB 11.8's collation ids above 255 with their charsets, as its
+    /// `information_schema.COLLATION_CHARACTER_SET_APPLICABILITY` lists them (a sample of
+    /// each range, both ends).
+    #[test]
+    fn mariadb_collation_ids_above_255() {
+        use CharsetKind::*;
+        let cases: &[(u16, &str, CharsetKind)] = &[
+            (256, "utf8mb4", Utf8),
+            (309, "utf8mb4", Utf8),
+            (576, "utf8mb3", Utf8),
+            (611, "utf8mb4", Utf8),
+            (640, "ucs2", Utf16Be),
+            (674, "utf16", Utf16Be),
+            (738, "utf32", Utf32Be),
+            (1025, "big5", Other),
+            (1032, "latin1", Latin1),
+            (1071, "latin1", Latin1),
+            (1057, "utf8mb3", Utf8),
+            (1069, "utf8mb4", Utf8),
+            (1059, "ucs2", Utf16Be),
+            (1078, "utf16", Utf16Be),
+            (1080, "utf16le", Utf16Le),
+            (1086, "utf16le", Utf16Le),
+            (1084, "utf32", Utf32Be),
+            (1206, "utf32", Utf32Be),
+            (1270, "utf8mb4", Utf8),
+            (1174, "ucs2", Utf16Be),
+            (2048, "utf8mb3_uca1400_ai_ci", Utf8),
+            (2247, "utf8mb3", Utf8),
+            (2304, "utf8mb4_uca1400_ai_ci", Utf8),
+            (2503, "utf8mb4", Utf8),
+            (2560, "ucs2_uca1400_ai_ci", Utf16Be),
+            (2816, "utf16_uca1400_ai_ci", Utf16Be),
+            (3015, "utf16", Utf16Be),
+            (3072, "utf32_uca1400_ai_ci", Utf32Be),
+            (3271, "utf32", Utf32Be),
+        ];
+        for (id, what, kind) in cases {
+            assert_eq!(charset_kind(*id), *kind, "{id} ({what})");
+        }
+        // A latin1 NO PAD column's bytes are latin1, not UTF-8.
+        assert_eq!(decode_text(1032, b"caf\xe9"), "café");
+        assert_eq!(decode_text(2816, &[0, b'h', 0xd8, 0x3d, 0xde, 0x00]), "h😀");
     }
 
     #[test]

@@ -89,7 +89,11 @@ async fn load_chunk(
     let ctx = |what: &str| format!("reading {what} of tables in `{db}` from information_schema");
 
     let sql = format!(
-        "SELECT t.TABLE_NAME, t.TABLE_COLLATION, c.CHARACTER_SET_NAME \
+        // MariaDB 10.10+ lists its UCA-14 collations (`utf8mb4_uca1400_ai_ci`, 11.5+'s
+        // default) only in COLLATION_CHARACTER_SET_APPLICABILITY: the charset is the
+        // collation name's first part then.
+        "SELECT t.TABLE_NAME, t.TABLE_COLLATION, \
+         COALESCE(c.CHARACTER_SET_NAME, SUBSTRING_INDEX(t.TABLE_COLLATION, '_', 1)) \
          FROM information_schema.TABLES t \
          LEFT JOIN information_schema.COLLATIONS c ON c.COLLATION_NAME = t.TABLE_COLLATION \
          WHERE t.TABLE_SCHEMA = ? AND t.TABLE_NAME IN ({marks})"
@@ -195,7 +199,7 @@ pub async fn load_table_schema(
     })?;
     let rows: Vec<Row> = conn
         .exec(
-            "SELECT c.ORDINAL_POSITION, l.ID, c.CHARACTER_OCTET_LENGTH \
+            "SELECT c.ORDINAL_POSITION, l.ID, c.CHARACTER_OCTET_LENGTH, c.COLLATION_NAME \
              FROM information_schema.COLUMNS c \
              LEFT JOIN information_schema.COLLATIONS l ON l.COLLATION_NAME = c.COLLATION_NAME \
              WHERE c.TABLE_SCHEMA = ? AND c.TABLE_NAME = ? ORDER BY c.ORDINAL_POSITION",
@@ -209,24 +213,50 @@ pub async fn load_table_schema(
                 &e,
             )
         })?;
-    let storage: Vec<(u16, u64)> = rows
-        .iter()
-        .map(|r| {
-            let id = r
-                .get_opt::<Option<u64>, _>(1)
-                .and_then(|v| v.ok())
-                .flatten()
-                .and_then(|v| u16::try_from(v).ok())
-                .unwrap_or(BINARY_CHARSET);
-            let octets = r
-                .get_opt::<Option<u64>, _>(2)
-                .and_then(|v| v.ok())
-                .flatten()
-                .unwrap_or(0);
-            (id, octets)
-        })
-        .collect();
+    let mut storage: Vec<(u16, u64)> = Vec::with_capacity(rows.len());
+    for r in &rows {
+        let listed = r
+            .get_opt::<Option<u64>, _>(1)
+            .and_then(|v| v.ok())
+            .flatten()
+            .and_then(|v| u16::try_from(v).ok());
+        let collation: Option<String> = r.get_opt(3).and_then(|v| v.ok()).flatten();
+        let id = match (listed, collation) {
+            (Some(id), _) => id,
+            (None, None) => BINARY_CHARSET,
+            // Not in COLLATIONS: a MariaDB 10.10+ UCA-14 collation.
+            (None, Some(name)) => collation_id(conn, &name).await?,
+        };
+        let octets = r
+            .get_opt::<Option<u64>, _>(2)
+            .and_then(|v| v.ok())
+            .flatten()
+            .unwrap_or(0);
+        storage.push((id, octets));
+    }
     TableSchema::from_def(&def, &storage, flavor).map_err(Error::definite_from)
+}
+
+/// The id of a collation `information_schema.COLLATIONS` does not list: MariaDB 10.10+ has
+/// its UCA-14 collations (`utf8mb4_uca1400_ai_ci` = 2304) in
+/// `COLLATION_CHARACTER_SET_APPLICABILITY` (`FULL_COLLATION_NAME`, `ID`). Where that fails
+/// too, an id of the collation's charset (what decoding needs).
+async fn collation_id(conn: &mut mysql_async::Conn, name: &str) -> Result<u16> {
+    let sql = "SELECT ID FROM information_schema.COLLATION_CHARACTER_SET_APPLICABILITY \
+               WHERE FULL_COLLATION_NAME = ?";
+    // MySQL and MariaDB before 10.10 have no such column (an error, read as not found); they
+    // list every collation in COLLATIONS anyway.
+    let found: Option<Option<u64>> = conn
+        .exec_first(sql, (name,))
+        .timed(format!("reading the id of collation {name}"))
+        .await?
+        .unwrap_or_default();
+    Ok(found
+        .flatten()
+        .and_then(|v| u16::try_from(v).ok())
+        .unwrap_or_else(|| {
+            super::tracked::charset_of_collation(name).map_or(0, super::tracked::charset_id)
+        }))
 }
 
 /// A text column of an information_schema row (`None` for NULL).

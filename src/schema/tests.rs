@@ -507,3 +507,43 @@ fn point_columns_from_geometry_type_or_the_tracked_type() {
     let s = TableSchema::from_table_map_with_def(&b.event(), ServerFlavor::MySql, &again).unwrap();
     assert_eq!(kinds(&s)[2], ColumnKind::Point);
 }
+
+/// MariaDB 11.8 logs `VECTOR(3)` as VARCHAR of 12 bytes in the binary charset (its table map
+/// of `(id INT, v VECTOR(3))`: types 3, 15, metadata `0c 00`, COLUMN_CHARSET 63): the tracked
+/// `vector(3)` agrees with it (no history correction), `vector(4)` does not, and the column
+/// decodes as bytes.
+#[test]
+fn mariadb_vector_is_logged_as_varbinary_of_four_bytes_per_dimension() {
+    let cols = vec![
+        ColSpec::new("id", 3, &[]).not_null(),
+        ColSpec::new("v", 15, &[12, 0]).charset(63),
+    ];
+    let mut b = TableMapBuilder::new("d", "t", cols);
+    b.no_optional = true;
+    let mut def = TableDef::new("d", "t");
+    def.columns = vec![
+        tracked::ColumnDef::new("id", "int"),
+        tracked::ColumnDef::new("v", "vector(3)"),
+    ];
+    let s = TableSchema::from_table_map_with_def(&b.event(), ServerFlavor::MariaDb, &def).unwrap();
+    assert!(
+        matches!(s.columns[1].kind, ColumnKind::String { binary: true, .. }),
+        "{:?}",
+        s.columns[1].kind
+    );
+    // A snapshot's schema (from the definition alone) is the table map's.
+    let logged =
+        TableSchema::from_table_map_with_def(&b.event(), ServerFlavor::MariaDb, &def).unwrap();
+    let loaded = TableSchema::from_def(&def, &[(0, 4), (63, 12)], ServerFlavor::MariaDb).unwrap();
+    assert_eq!(loaded.columns[1].kind, logged.columns[1].kind);
+    // MySQL logs the type itself.
+    let mysql = TableSchema::from_def(&def, &[(0, 4), (63, 12)], ServerFlavor::MySql).unwrap();
+    assert_eq!(
+        mysql.columns[1].kind,
+        ColumnKind::Vector {
+            dimensions: Some(3)
+        }
+    );
+    def.columns[1] = tracked::ColumnDef::new("v", "vector(4)");
+    assert!(TableSchema::from_table_map_with_def(&b.event(), ServerFlavor::MariaDb, &def).is_err());
+}

@@ -146,7 +146,7 @@ impl TableSchema {
 fn def_charset_id(c: &ColumnDef) -> u16 {
     match c.base_type() {
         "binary" | "varbinary" | "tinyblob" | "blob" | "mediumblob" | "longblob" | "uuid"
-        | "inet6" | "inet4" => BINARY_CHARSET,
+        | "inet6" | "inet4" | "vector" => BINARY_CHARSET,
         "json" => tracked::charset_id("utf8mb4"),
         _ => c
             .charset
@@ -208,6 +208,10 @@ fn type_agrees(c: &ColumnDef, col: &RawColumn, unsigned: Option<bool>) -> bool {
             RealType::Geometry { .. },
         ) => true,
         ("vector", RealType::Vector { .. }) => true,
+        // MariaDB 11.7+ logs VECTOR(n) as VARBINARY(4n).
+        ("vector", RealType::VarChar { max_bytes }) => {
+            arg0.is_some_and(|n| u64::from(max_bytes) == 4 * n)
+        }
         ("uuid" | "inet6", RealType::Char { max_bytes }) => max_bytes == 16,
         ("inet4", RealType::Char { max_bytes }) => max_bytes == 4,
         _ => false,

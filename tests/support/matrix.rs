@@ -300,6 +300,59 @@ pub fn matrix(flavor: Flavor) -> Vec<(&'static str, Vec<Col>)> {
             ],
         ));
     }
+    if flavor.mariadb11 {
+        // What MariaDB 11.x changed: TIMESTAMP up to 2106-02-07 06:28:15.999999 UTC (11.5+,
+        // 64-bit), collation ids above 255 in the TABLE_MAP (UCA-14 `*_uca1400_*`: 2304 for
+        // utf8mb4, 2816 for utf16; NO PAD latin1 1032), VECTOR(n) (11.7+; the binlog logs it
+        // as VARBINARY(4n): its packed little-endian floats).
+        tables.push((
+            "maria11",
+            vec![
+                col(
+                    "tsf",
+                    "TIMESTAMP(6) NULL",
+                    Timestamp(6),
+                    "'2038-01-19 03:14:08.000001'",
+                    "'2106-02-07 06:28:15.999999'",
+                ),
+                col(
+                    "tsf0",
+                    "TIMESTAMP NULL",
+                    Timestamp(0),
+                    "'2100-01-01 00:00:00'",
+                    "'2106-02-07 06:28:15'",
+                ),
+                col(
+                    "uca",
+                    "VARCHAR(20) CHARACTER SET utf8mb4 COLLATE utf8mb4_uca1400_as_cs",
+                    Str,
+                    "'Ünïcödé 😀'",
+                    "''",
+                ),
+                col(
+                    "l1np",
+                    "VARCHAR(20) CHARACTER SET latin1 COLLATE latin1_swedish_nopad_ci",
+                    Str,
+                    "'café €'",
+                    "'Ångström'",
+                ),
+                col(
+                    "u16",
+                    "VARCHAR(10) CHARACTER SET utf16 COLLATE utf16_uca1400_ai_ci",
+                    Str,
+                    "'h😀 ü'",
+                    "'x'",
+                ),
+                col(
+                    "vec",
+                    "VECTOR(3)",
+                    Bin,
+                    "Vec_FromText('[1,2.5,-3]')",
+                    "Vec_FromText('[0,-0.125,1e30]')",
+                ),
+            ],
+        ));
+    }
     tables
 }
 

@@ -1,6 +1,7 @@
 //! Helpers for integration tests against the real services started by `scripts/services`:
 //! MariaDB on 127.0.0.1:3306 and MySQL 9.7 on 127.0.0.1:3307 (scratch instances on 3316 / 3317,
-//! GTID replicas on 3326 / 3327), Kafka on 127.0.0.1:9092, Kafka Connect on 127.0.0.1:8083.
+//! GTID replicas on 3326 / 3327), MariaDB 11.8 on 127.0.0.1:3308 (no scratch instance or
+//! replica), Kafka on 127.0.0.1:9092, Kafka Connect on 127.0.0.1:8083.
 //!
 //! Each test works in its own database, pipeline name, offsets topic and topic prefix, so tests
 //! run in parallel without seeing each other's data.
@@ -30,7 +31,7 @@ use rdkafka::TopicPartitionList;
 /// A database flavour under test.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Flavor {
-    /// Name shown in failures (and sluice's `source.connector`).
+    /// Name shown in failures (and, but for `mariadb11`, sluice's `source.connector`).
     pub name: &'static str,
     /// Port of the default instance.
     pub port: u16,
@@ -40,6 +41,9 @@ pub struct Flavor {
     pub replica_port: u16,
     /// MySQL (true) or MariaDB (false).
     pub mysql: bool,
+    /// MariaDB 11.8 LTS (the 11.x binlog: events inside a transaction with `end_log_pos` 0,
+    /// UCA-14 collation ids above 255, TIMESTAMP up to 2106, VECTOR, two-phase ALTER).
+    pub mariadb11: bool,
 }
 
 /// MariaDB (Debian packages) on 3306, scratch 3316, replica 3326.
@@ -49,6 +53,20 @@ pub const MARIADB: Flavor = Flavor {
     scratch_port: 3316,
     replica_port: 3326,
     mysql: false,
+    mariadb11: false,
+};
+
+/// MariaDB 11.8 LTS (Debian trixie packages, private root) on 3308, started with
+/// `binlog_alter_two_phase=ON`. It has no scratch instance or replica: the suites that run on
+/// it (`per_flavor!(all: ...)`) change no globals and do no failover; the ports below are
+/// where they would be, and nothing listens there.
+pub const MARIADB11: Flavor = Flavor {
+    name: "mariadb11",
+    port: 3308,
+    scratch_port: 3318,
+    replica_port: 3328,
+    mysql: false,
+    mariadb11: true,
 };
 
 /// MySQL 9.7 (Debian sid packages, private root) on 3307, scratch 3317, replica 3327.
@@ -58,10 +76,12 @@ pub const MYSQL: Flavor = Flavor {
     scratch_port: 3317,
     replica_port: 3327,
     mysql: true,
+    mariadb11: false,
 };
 
-/// The flavours every database test runs against. `SLUICE_TEST_FLAVORS=mysql` (a comma list)
-/// narrows the set while developing; CI runs all.
+/// The flavours every database test runs against (MariaDB 11.8 only runs the suites that opt
+/// in with `per_flavor!(all: ...)`). `SLUICE_TEST_FLAVORS=mysql` (a comma list) narrows the
+/// set while developing; CI runs all.
 pub fn flavors() -> Vec<Flavor> {
     [MARIADB, MYSQL]
         .into_iter()
@@ -136,35 +156,32 @@ impl Flavor {
 
 /// Generates one `#[tokio::test]` per flavour for each `async fn name(flavor: Flavor)` listed,
 /// in modules `mariadb` and `mysql`, so a failure names the flavour (`mysql::name`).
+/// `per_flavor!(all: ...)` adds module `mariadb11` (MariaDB 11.8): the suites whose code paths
+/// 11.x's binlog changed opt in; the rest stay on two servers to keep CI's time.
 #[macro_export]
 macro_rules! per_flavor {
+    (all: $($test:ident),* $(,)?) => {
+        $crate::per_flavor!($($test),*);
+        $crate::per_flavor!(@module mariadb11, MARIADB11, $($test),*);
+    };
+    (@module $module:ident, $flavor:ident, $($test:ident),*) => {
+        mod $module {
+            $(
+                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+                async fn $test() {
+                    let f = $crate::support::$flavor;
+                    if !f.enabled() {
+                        eprintln!("{} not selected by SLUICE_TEST_FLAVORS: skipped", f.name);
+                        return;
+                    }
+                    super::$test(f).await
+                }
+            )*
+        }
+    };
     ($($test:ident),* $(,)?) => {
-        mod mariadb {
-            $(
-                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-                async fn $test() {
-                    let f = $crate::support::MARIADB;
-                    if !f.enabled() {
-                        eprintln!("{} not selected by SLUICE_TEST_FLAVORS: skipped", f.name);
-                        return;
-                    }
-                    super::$test(f).await
-                }
-            )*
-        }
-        mod mysql {
-            $(
-                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-                async fn $test() {
-                    let f = $crate::support::MYSQL;
-                    if !f.enabled() {
-                        eprintln!("{} not selected by SLUICE_TEST_FLAVORS: skipped", f.name);
-                        return;
-                    }
-                    super::$test(f).await
-                }
-            )*
-        }
+        $crate::per_flavor!(@module mariadb, MARIADB, $($test),*);
+        $crate::per_flavor!(@module mysql, MYSQL, $($test),*);
     };
 }
 

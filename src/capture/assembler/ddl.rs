@@ -64,6 +64,10 @@ impl Assembler {
         if self.replay_mode || self.txn.as_ref().is_some_and(|t| t.skip || t.xa) {
             return Ok(());
         }
+        if self.txn.as_ref().is_some_and(|t| t.ddl_deferred) {
+            tracing::debug!(at = %self.at(start_pos), "START/ROLLBACK ALTER: applied at its COMMIT ALTER, if any");
+            return Ok(());
+        }
         let schema = q.schema();
         let default_db = (!schema.is_empty()).then_some(schema.as_ref());
         let mode = q

@@ -8,7 +8,7 @@
 
 use mysql_common::binlog::events::{AnonymousGtidEvent, Event, GtidEvent, QueryEvent};
 
-use crate::binlog::events::{self, types, QueryKind, XaStatement};
+use crate::binlog::events::{self, types, AlterPhase, QueryKind, XaStatement};
 use crate::binlog::payload::PayloadReader;
 use crate::error::{Error, Result};
 use crate::pipeline::Change;
@@ -137,6 +137,11 @@ impl Assembler {
                     .map_err(|e| definite(e.to_string()))?;
                 self.pending_gtid = Some(PendingGtid::Maria(g.gtid));
                 self.open_pending(hdr.timestamp(), None, hdr.server_id(), start_pos);
+                if matches!(g.alter, AlterPhase::Start | AlterPhase::Rollback(_)) {
+                    if let Some(t) = self.txn.as_mut() {
+                        t.ddl_deferred = true;
+                    }
+                }
                 if g.flags & events::gtid_flags::PREPARED_XA != 0 {
                     if let Some(t) = self.txn.as_mut() {
                         t.in_begin = true;

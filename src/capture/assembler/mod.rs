@@ -63,6 +63,10 @@ struct OpenTxn {
     in_begin: bool,
     /// An XA group: its rows are emitted only when `XA COMMIT` arrives (read again then).
     xa: bool,
+    /// A MariaDB START ALTER or ROLLBACK ALTER group (`binlog_alter_two_phase`): its ALTER
+    /// statement is not applied; the COMMIT ALTER group that follows a START ALTER carries
+    /// the same statement and applies it, once.
+    ddl_deferred: bool,
     gtid: PendingGtid,
 }
 

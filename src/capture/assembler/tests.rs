@@ -648,3 +648,117 @@ fn real_mysql_9_7_payload() {
     );
     assert!(e.is_err());
 }
+
+// ------------------------------------------------------------ MariaDB two-phase ALTER
+
+/// A MariaDB GTID event body: seq_no, domain 0, flags2 STANDALONE | DDL, `flags_extra`
+/// with the START ALTER's sequence number for COMMIT/ROLLBACK ALTER (as 11.8 writes them).
+fn maria_gtid(seq: u64, extra: u8, sa_seq: Option<u64>) -> Vec<u8> {
+    let mut b = seq.to_le_bytes().to_vec();
+    b.extend(0u32.to_le_bytes());
+    b.extend([0x29, extra]);
+    if let Some(s) = sa_seq {
+        b.extend(s.to_le_bytes());
+    }
+    b.extend([0; 4]);
+    b
+}
+
+fn maria_assembler() -> Assembler {
+    let tracker = Tracker {
+        file: "mysql-bin.000001".into(),
+        pos: 4,
+        mysql: None,
+        mariadb: Some(crate::position::GtidList::new()),
+        xa_prepared: BTreeMap::new(),
+    };
+    let mut a = Assembler::new(Flavor::MariaDb, router(), tracker, SkipSet::default());
+    a.set_defs([shop_def("(id INT NOT NULL PRIMARY KEY)")]);
+    a
+}
+
+fn shop_columns(a: &Assembler) -> Vec<String> {
+    let def = a.defs().find(|d| d.db == "shop" && d.table == "t").unwrap();
+    def.columns.iter().map(|c| c.name.clone()).collect()
+}
+
+/// `binlog_alter_two_phase=ON` logs an ALTER twice, each time with its full text: as START
+/// ALTER when it begins, then as COMMIT ALTER (or ROLLBACK ALTER when it fails). The
+/// tracked definition changes once, at COMMIT ALTER, with one schema-change record; a
+/// ROLLBACK ALTER changes nothing. Both groups still advance the position.
+#[test]
+fn a_two_phase_alter_is_applied_once_at_commit_alter_and_never_on_rollback() {
+    use events::gtid_flags_extra::{COMMIT_ALTER, ROLLBACK_ALTER, START_ALTER};
+    let fde = fx::fde_8_0();
+    let alter = |sql: &str| fx::query_body("shop", sql);
+    let mut a = maria_assembler();
+    let mut out = Vec::new();
+    let add_c = "ALTER TABLE t ADD COLUMN c INT";
+    feed(
+        &mut a,
+        &fde,
+        &[
+            (types::MARIA_GTID, 100, maria_gtid(5, START_ALTER, None)),
+            (types::QUERY, 200, alter(add_c)),
+        ],
+        &mut out,
+    );
+    assert_eq!(shop_columns(&a), ["id"], "not applied at START ALTER");
+    assert!(
+        !view(&out)
+            .iter()
+            .any(|v| v.starts_with('B') || v.starts_with('S')),
+        "nothing emitted for START ALTER: {:?}",
+        view(&out)
+    );
+    // ... but its group is read past.
+    assert_eq!(a.tracker.pos, 200);
+    assert_eq!(a.tracker.mariadb.as_ref().unwrap().to_string(), "0-1-5");
+    out.clear();
+    feed(
+        &mut a,
+        &fde,
+        &[
+            (types::MARIA_GTID, 300, maria_gtid(6, COMMIT_ALTER, Some(5))),
+            (types::QUERY, 400, alter(add_c)),
+        ],
+        &mut out,
+    );
+    assert_eq!(shop_columns(&a), ["id", "c"], "applied at COMMIT ALTER");
+    assert_eq!(
+        view(&out),
+        ["B 0-1-6", "S shop.t", "C gtid:0-1-6"],
+        "{:?}",
+        view(&out)
+    );
+
+    // A failed ALTER: START ALTER, then ROLLBACK ALTER; neither applies it.
+    out.clear();
+    let add_d = "ALTER TABLE t ADD COLUMN d INT";
+    feed(
+        &mut a,
+        &fde,
+        &[
+            (types::MARIA_GTID, 500, maria_gtid(7, START_ALTER, None)),
+            (types::QUERY, 600, alter(add_d)),
+            (
+                types::MARIA_GTID,
+                700,
+                maria_gtid(8, ROLLBACK_ALTER, Some(7)),
+            ),
+            (types::QUERY, 800, alter(add_d)),
+        ],
+        &mut out,
+    );
+    assert_eq!(
+        shop_columns(&a),
+        ["id", "c"],
+        "a rolled-back ALTER changes nothing"
+    );
+    assert!(
+        !view(&out).iter().any(|v| v.starts_with('S')),
+        "{:?}",
+        view(&out)
+    );
+    assert_eq!(a.tracker.mariadb.as_ref().unwrap().to_string(), "0-1-8");
+}

@@ -76,6 +76,7 @@ impl Assembler {
             skip,
             in_begin: false,
             xa: false,
+            ddl_deferred: false,
             gtid,
         });
     }
