@@ -458,16 +458,5 @@ fn compile_columns(
     }
     sources.push(path.to_string());
     sources.extend(patterns.iter().cloned());
-    match RegexSet::new(patterns.iter().map(|p| format!("^(?:{p})$"))) {
-        Ok(set) => Some(Some(set)),
-        Err(e) => {
-            problems.push(Problem::new(
-                path,
-                format!("patterns that cannot be compiled together: {e}"),
-                "a list of regular expressions within the regex size limit",
-                format!("simplify or shorten the patterns in {path}"),
-            ));
-            None
-        }
-    }
+    super::route::whole_name_set(path, patterns, problems)
 }
