@@ -351,6 +351,7 @@ fn bench(c: &mut Criterion) {
             row: 0,
             total_order: 1,
             data_collection_order: 1,
+            snapshot: sluice::model::SnapshotMark::False,
         };
         let ours = avro
             .envelope(
@@ -440,6 +441,7 @@ fn insert<'a>(
             row: 0,
             total_order: 1,
             data_collection_order: 1,
+            snapshot: sluice::model::SnapshotMark::False,
         },
     }
 }

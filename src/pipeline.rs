@@ -12,7 +12,7 @@ use std::sync::Arc;
 
 pub use crate::encode::table_ctx::{route_key_idx, TableCtx};
 pub use crate::model::{Checkpoint, HistoryUpdate, SchemaEvent, TxnMeta};
-use crate::model::{RowImage, RowsKind};
+use crate::model::{ReadMarks, RowImage, RowsKind};
 
 /// Capacity of the source → sink channel, in messages (one rows event or boundary each). The
 /// channel is also bounded by bytes: `source.channel_max_bytes` of [`Change::approx_bytes`].
@@ -39,6 +39,8 @@ pub enum Change {
         rows: Vec<RowImage>,
         /// Binlog position of the rows event (start).
         pos: u64,
+        /// What the rows' `source.snapshot` says ([`ReadMarks::STREAM`] for binlog rows).
+        marks: ReadMarks,
     },
     /// A DDL statement changed (or created, dropped, renamed, truncated) an included table:
     /// the sink writes the schema-change record and the table's schema-history record in the

@@ -25,7 +25,8 @@ per_flavor!(
     snapshot_survives_repeated_sigkills,
     adhoc_snapshots_by_signal_and_command,
     wide_rows_are_chunked_by_bytes,
-    a_chunk_over_its_time_limit_stops_with_the_setting
+    a_chunk_over_its_time_limit_stops_with_the_setting,
+    snapshot_records_are_marked_by_their_place
 );
 
 /// Fills `t` with ids 1..=n.
@@ -668,4 +669,148 @@ async fn a_chunk_over_its_time_limit_stops_with_the_setting(flavor: Flavor) {
         "[{}] the error names the setting; log:\n{log}",
         flavor.name
     );
+}
+
+/// `source.snapshot` of the initial snapshot's records, as Debezium marks them: the
+/// snapshot's first row `first`, each later table's first row `first_in_data_collection`,
+/// each table's last row `last_in_data_collection` (the snapshot's last row `last`), all
+/// others `true`; a one-row table's row is its table's last. Tables `a` (5 rows in chunks of
+/// 2), `b` (1 row), `c` (empty) and `d` (3 rows), planned in name order; then a streamed
+/// insert is `false`. At parallelism 1 the tables go out in name order; at 2 a later table's
+/// chunk may go out before an earlier table's last one, so which table holds the snapshot's
+/// `first` and `last` is not fixed there: each table then starts with `first` or
+/// `first_in_data_collection` and ends with `last` or `last_in_data_collection`, and the
+/// snapshot has exactly one `first` and one `last`.
+async fn snapshot_records_are_marked_by_their_place(flavor: Flavor) {
+    for parallelism in [1, 2] {
+        let p = Pipeline::new(
+            flavor,
+            &format!("marks{parallelism}"),
+            &format!("\n[snapshot]\nchunk_size = 2\nparallelism = {parallelism}\n"),
+        );
+        p.edit_config("start = \"latest\"", "start = \"initial\"");
+        let mut c = root(flavor.port).await;
+        let db = &p.db;
+        let sizes = [("a", 5), ("b", 1), ("c", 0), ("d", 3)];
+        // `USE`: MariaDB's sequence tables are found in the current database.
+        exec(
+            &mut c,
+            &[&format!("CREATE DATABASE {db}"), &format!("USE {db}")],
+        )
+        .await;
+        for (t, n) in sizes {
+            exec(
+                &mut c,
+                &[&format!(
+                    "CREATE TABLE {db}.{t} (id INT PRIMARY KEY, pad VARCHAR(20) NOT NULL)"
+                )],
+            )
+            .await;
+            if n > 0 {
+                fill(&mut c, flavor, &format!("{db}.{t}"), n).await;
+            }
+        }
+        let mut child = p.spawn();
+        let deadline = Instant::now() + Duration::from_secs(120);
+        while !snapshot_done(&p) {
+            assert!(
+                Instant::now() < deadline,
+                "snapshot did not finish; log:\n{}",
+                p.log()
+            );
+            std::thread::sleep(Duration::from_millis(200));
+        }
+        exec(
+            &mut c,
+            &[&format!("INSERT INTO {db}.d VALUES (100, 'streamed')")],
+        )
+        .await;
+        let mut marks: BTreeMap<&str, Vec<String>> = BTreeMap::new();
+        for (t, n) in sizes {
+            let want = if t == "d" { n + 1 } else { n };
+            let recs = if want == 0 {
+                Vec::new()
+            } else {
+                consume_raw(
+                    &[p.topic(t)],
+                    "read_committed",
+                    want,
+                    Duration::from_millis(500),
+                    Duration::from_secs(60),
+                )
+            };
+            assert_eq!(
+                recs.len(),
+                want,
+                "[{}] records of {t}; log:\n{}",
+                flavor.name,
+                p.log()
+            );
+            let mut list: Vec<&RawRec> = recs.iter().collect();
+            list.sort_by_key(|r| (r.partition, r.offset));
+            let got = list
+                .iter()
+                .map(|r| {
+                    let v: J =
+                        serde_json::from_slice(r.value.as_deref().expect("value")).expect("json");
+                    v["source"]["snapshot"]
+                        .as_str()
+                        .expect("snapshot")
+                        .to_string()
+                })
+                .collect();
+            marks.insert(t, got);
+        }
+        terminate(&mut child);
+        let want: BTreeMap<&str, Vec<&str>> = [
+            (
+                "a",
+                vec!["first", "true", "true", "true", "last_in_data_collection"],
+            ),
+            ("b", vec!["last_in_data_collection"]),
+            ("c", vec![]),
+            (
+                "d",
+                vec!["first_in_data_collection", "true", "last", "false"],
+            ),
+        ]
+        .into_iter()
+        .collect();
+        let want: BTreeMap<&str, Vec<String>> = want
+            .into_iter()
+            .map(|(t, v)| (t, v.into_iter().map(String::from).collect()))
+            .collect();
+        let what = format!(
+            "[{}] source.snapshot at parallelism {parallelism}",
+            flavor.name
+        );
+        if parallelism == 1 {
+            assert_eq!(marks, want, "{what}");
+            continue;
+        }
+        let count = |m: &str| marks.values().flatten().filter(|x| *x == m).count();
+        assert_eq!((count("first"), count("last")), (1, 1), "{what}: {marks:?}");
+        // Where the table's first or last row is the snapshot's does not count here.
+        let class = |m: &String| {
+            match m.as_str() {
+                "first" | "first_in_data_collection" => "starts its table",
+                "last" | "last_in_data_collection" => "ends its table",
+                other => other,
+            }
+            .to_string()
+        };
+        let classes = |m: &BTreeMap<&str, Vec<String>>| -> BTreeMap<String, Vec<String>> {
+            m.iter()
+                .filter(|(t, _)| **t != "b")
+                .map(|(t, v)| (t.to_string(), v.iter().map(class).collect()))
+                .collect()
+        };
+        assert_eq!(classes(&marks), classes(&want), "{what}: {marks:?}");
+        // The one-row table's row both starts and ends it: the end wins unless it is the
+        // snapshot's first row and not its last.
+        assert!(
+            ["first", "last", "last_in_data_collection"].contains(&marks["b"][0].as_str()),
+            "{what}: {marks:?}"
+        );
+    }
 }

@@ -417,6 +417,7 @@ fn compare(flavor: &str, logged: &Logged, selected: &[Vec<Value>]) -> usize {
             row: 0,
             total_order: 1,
             data_collection_order: 1,
+            snapshot: sluice::model::SnapshotMark::True,
         };
         fn read<'a>(
             table: &'a TableCtx,

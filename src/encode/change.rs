@@ -23,7 +23,7 @@ use crate::encode::envelope::EventTime;
 use crate::encode::key_header;
 use crate::encode::table_ctx::TableCtx;
 use crate::model::TxnMeta;
-use crate::model::{RowImage, RowsKind};
+use crate::model::{RowImage, RowsKind, SnapshotMark};
 use crate::value::Value;
 
 /// One Kafka record: key and value bytes (`None` = null) and, on the records of a key
@@ -86,6 +86,8 @@ pub struct RowPos {
     pub total_order: u64,
     /// 1-based order of the event within its transaction for this table.
     pub data_collection_order: u64,
+    /// What `source.snapshot` says ([`SnapshotMark::False`] for streamed changes).
+    pub snapshot: SnapshotMark,
 }
 
 /// One row change to encode: the table, its source transaction, what the event did, the row

@@ -112,7 +112,7 @@ impl JsonEncoder {
             out,
             ",\"ts_ms\":{},\"snapshot\":\"{}\",\"db\":",
             source_ts.ms(),
-            if op == Op::Read { "true" } else { "false" }
+            rp.snapshot.text()
         );
         write_json_string(&mut out, &table.schema.db);
         let _ = write!(
@@ -255,6 +255,12 @@ mod tests {
                 row: 2,
                 total_order: 3,
                 data_collection_order: 1,
+                // A read carries its place in the snapshot through to `source.snapshot`.
+                snapshot: if kind == RowsKind::Read {
+                    crate::model::SnapshotMark::LastInDataCollection
+                } else {
+                    crate::model::SnapshotMark::False
+                },
             },
         };
         JsonEncoder::new("shop").encode(&change, &mut out);
@@ -302,7 +308,7 @@ mod tests {
             },
         );
         let mut want = doc("r", J::Null, json!({"id": 1, "name": "Ann"}));
-        want["source"]["snapshot"] = json!("true");
+        want["source"]["snapshot"] = json!("last_in_data_collection");
         want["transaction"] = J::Null;
         assert_eq!(got, vec![(json!({"id": 1}), want)]);
     }
@@ -438,6 +444,7 @@ mod tests {
             row: 0,
             total_order: 1,
             data_collection_order: 1,
+            snapshot: crate::model::SnapshotMark::False,
         };
         let v = enc.envelope(&Envelope {
             table: &t,
@@ -480,6 +487,7 @@ mod tests {
                     row: 0,
                     total_order: 1,
                     data_collection_order: 1,
+                    snapshot: crate::model::SnapshotMark::False,
                 },
             };
             JsonEncoder::new("shop").encode(&change, &mut out);
@@ -566,6 +574,7 @@ mod tests {
                 row: 0,
                 total_order: 1,
                 data_collection_order: 1,
+                snapshot: crate::model::SnapshotMark::False,
             },
             ts: EventTime { ns: 1 },
         });
@@ -647,6 +656,7 @@ mod tests {
                 row: 0,
                 total_order: 1,
                 data_collection_order: 1,
+                snapshot: crate::model::SnapshotMark::False,
             },
             ts: EventTime { ns: 1 },
         });
@@ -752,7 +762,7 @@ mod tests {
                 meta: &meta(),
                 kind: RowsKind::Update,
                 row: &image,
-                row_pos: RowPos { pos: 1, row: 0, total_order: 1, data_collection_order: 1 },
+                row_pos: RowPos { pos: 1, row: 0, total_order: 1, data_collection_order: 1, snapshot: crate::model::SnapshotMark::False },
             };
             JsonEncoder::new("shop").encode(&change, &mut out);
             let value = out[0].value.as_deref().unwrap();

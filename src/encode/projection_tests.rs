@@ -144,6 +144,7 @@ fn after_of(table: &TableCtx, row: Vec<Value>) -> (J, J) {
             row: 0,
             total_order: 1,
             data_collection_order: 1,
+            snapshot: crate::model::SnapshotMark::False,
         },
     };
     let mut out: Vec<Record> = Vec::new();
@@ -393,6 +394,7 @@ fn key_change(table: &TableCtx) -> Vec<Record> {
             row: 0,
             total_order: 1,
             data_collection_order: 1,
+            snapshot: crate::model::SnapshotMark::False,
         },
     };
     let mut out = Vec::new();

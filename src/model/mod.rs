@@ -6,8 +6,10 @@
 pub mod clock;
 pub mod flavor;
 pub mod row;
+pub mod snapshot_mark;
 pub mod txn;
 
 pub use flavor::Flavor;
 pub use row::{RowImage, RowsKind};
+pub use snapshot_mark::{ReadMarks, ReadPlace, SnapshotMark};
 pub use txn::{Checkpoint, HistoryUpdate, SchemaEvent, TxnMeta};

@@ -434,6 +434,7 @@ impl Sink {
                 kind,
                 rows,
                 pos,
+                marks,
             } => {
                 if !self.source_open {
                     return Err(Error::definite(format!(
@@ -442,7 +443,7 @@ impl Sink {
                     )));
                 }
                 metrics::global().add_read(&table.label, counts::op_label(kind), rows.len() as u64);
-                self.write_rows(&table, kind, &rows, pos)?;
+                self.write_rows(&table, kind, &rows, pos, marks)?;
                 self.check_txn_age()?;
             }
             Change::Schema(ev) if ev.record.is_none() && !self.source_open => {
@@ -484,6 +485,7 @@ impl Sink {
         kind: crate::model::RowsKind,
         rows: &[crate::model::RowImage],
         pos: u64,
+        marks: crate::model::ReadMarks,
     ) -> Result<()> {
         if table.route.rules.skipped.skips(kind) {
             // `skipped_operations`: no records, no transaction metadata (as Debezium, whose
@@ -524,6 +526,7 @@ impl Sink {
                     row: i as u32,
                     total_order: order.0,
                     data_collection_order: order.1,
+                    snapshot: marks.at(i, rows.len()),
                 },
             };
             match &ids {

@@ -77,6 +77,7 @@ impl Assembler {
             kind: hdr.kind,
             rows: std::mem::take(&mut self.rows_buf),
             pos: start_pos,
+            marks: crate::model::ReadMarks::STREAM,
         });
         Ok(())
     }

@@ -144,7 +144,7 @@ impl AvroEncoder {
         put_str(&mut out, meta.connector);
         out.extend_from_slice(&self.name);
         put_long(&mut out, u64_to_long(source_ts.ms()));
-        put_str(&mut out, if op == Op::Read { "true" } else { "false" });
+        put_str(&mut out, rp.snapshot.text());
         out.extend_from_slice(&avro.db);
         put_long(&mut out, 0); // sequence: null
         put_long(&mut out, 1);

@@ -75,6 +75,7 @@ const RP: RowPos = RowPos {
     row: 2,
     total_order: 3,
     data_collection_order: 1,
+    snapshot: crate::model::SnapshotMark::False,
 };
 
 /// The processing time the tests write envelopes at.
@@ -1671,7 +1672,13 @@ fn snapshot_read_has_a_null_transaction() {
     let bytes = AvroEncoder::new("shop")
         .envelope(
             42,
-            &input(&t, &meta(), Op::Read, None, Some(&[Value::Int(1)]), NS),
+            &Envelope {
+                row_pos: RowPos {
+                    snapshot: crate::model::SnapshotMark::FirstInDataCollection,
+                    ..RP
+                },
+                ..input(&t, &meta(), Op::Read, None, Some(&[Value::Int(1)]), NS)
+            },
         )
         .unwrap();
     let env = fields(decode(
@@ -1681,6 +1688,11 @@ fn snapshot_read_has_a_null_transaction() {
     ));
     assert_eq!(field(&env, "op"), AV::String("r".into()));
     assert_eq!(field(&env, "transaction"), null());
+    // The read's place in the snapshot, as `source.snapshot`.
+    assert_eq!(
+        field(&fields(field(&env, "source")), "snapshot"),
+        AV::String("first_in_data_collection".into())
+    );
 }
 
 #[test]
@@ -1711,6 +1723,7 @@ fn records_follow_the_shared_op_logic() {
                     row: 0,
                     total_order: 1,
                     data_collection_order: 1,
+                    snapshot: crate::model::SnapshotMark::False,
                 },
             },
             ids,
@@ -1795,6 +1808,7 @@ fn records_follow_the_shared_op_logic() {
                     row: 0,
                     total_order: 1,
                     data_collection_order: 1,
+                    snapshot: crate::model::SnapshotMark::False,
                 },
             },
             SchemaIds {

@@ -11,7 +11,7 @@ use std::sync::Arc;
 use super::{Slot, Snapshotter, State};
 use crate::capture::Tracker;
 use crate::error::{Error, Result};
-use crate::model::{RowImage, RowsKind};
+use crate::model::{ReadMarks, ReadPlace, RowImage, RowsKind};
 use crate::pipeline::{route_key_idx, Change, TableCtx, TxnMeta};
 use crate::schema::TableSchema;
 
@@ -84,6 +84,10 @@ impl Snapshotter {
                 thread: None,
                 connector: self.info.flavor.connector(),
             }));
+            let chunk = self.chunk_place(i, ready.complete);
+            let incremental = self.progress.tables[i].request.is_some();
+            let total = rows.len();
+            let mut start = 0;
             let mut rows = rows.into_iter().peekable();
             while rows.peek().is_some() {
                 let batch: Vec<RowImage> = rows
@@ -97,9 +101,11 @@ impl Snapshotter {
                 out.push(Change::Rows {
                     table: ctx.clone(),
                     kind: RowsKind::Read,
+                    marks: ReadMarks::of_chunk_part(chunk, incremental, start, batch.len(), total),
                     rows: batch,
                     pos: tracker.pos,
                 });
+                start += ROWS_PER_CHANGE;
             }
         }
         let t = &mut self.progress.tables[i];
@@ -140,6 +146,29 @@ impl Snapshotter {
             Change::Progress(cp)
         });
         Ok(())
+    }
+
+    /// Where the chunk of entry `i` about to be emitted sits (for the rows' `source.snapshot`):
+    /// it starts its table when the table emitted no row yet, ends it when it is the table's
+    /// last (`complete`); its table is the snapshot's first when no table of the initial
+    /// snapshot emitted a row yet, the last when every other one is done. Emission order
+    /// decides, so the marks stay right when chunks of several tables are read at once; a
+    /// resumed snapshot goes on counting from its stored progress.
+    fn chunk_place(&self, i: usize, complete: bool) -> ReadPlace {
+        let p = &self.progress;
+        let initial = |t: &&crate::snapshot::progress::TableProgress| t.request.is_none();
+        ReadPlace {
+            first_in_table: p.tables[i].rows == 0,
+            last_in_table: complete,
+            first_table: p.finished_rows == 0
+                && p.tables.iter().filter(initial).all(|t| t.rows == 0),
+            last_table: p
+                .tables
+                .iter()
+                .enumerate()
+                .filter(|(j, t)| *j != i && t.request.is_none())
+                .all(|(_, t)| t.done),
+        }
     }
 
     /// The stream's table context for snapshot rows of `db.table` read with `schema` (cached
