@@ -477,7 +477,98 @@ async fn envelope_times_carry_the_commit_at_microseconds(flavor: Flavor) {
     );
 }
 
+/// `kafka.context_headers`: data records, tombstones, transaction metadata and heartbeats
+/// carry Debezium 3's `__debezium.context.*` headers as plain UTF-8 text (the values
+/// Debezium 3.5's connectors wrote on the test bed: the logical name, `mysql` / `mariadb`,
+/// task `0`, and one run id for the whole process); switched off (the default), none.
+async fn context_headers_name_pipeline_connector_task_and_run(flavor: Flavor) {
+    let name = flavor.name;
+    let family = if name.starts_with("mariadb") {
+        "mariadb"
+    } else {
+        "mysql"
+    };
+    let context = |r: &RawRec| -> BTreeMap<String, String> {
+        r.headers
+            .iter()
+            .filter_map(|(n, v)| {
+                let n = n.strip_prefix("__debezium.context.")?;
+                Some((
+                    n.to_string(),
+                    String::from_utf8(v.clone()).expect("UTF-8 text"),
+                ))
+            })
+            .collect()
+    };
+    for on in [true, false] {
+        let p = Pipeline::new(
+            flavor,
+            "ctxhdr",
+            &format!("{TXN_METADATA}\n[heartbeat]\ninterval_ms = 200\n"),
+        );
+        if on {
+            let from = format!("offsets_topic = \"{}\"", p.offsets_topic);
+            p.edit_config(&from, &format!("{from}\ncontext_headers = true"));
+        }
+        let db = p.db.clone();
+        let (mut c, mut child) = p.start_with(&[("a", "(id INT PRIMARY KEY)")]).await;
+        exec(
+            &mut c,
+            &[
+                &format!("INSERT INTO {db}.a VALUES (1)"),
+                &format!("DELETE FROM {db}.a WHERE id = 1"),
+            ],
+        )
+        .await;
+        let topics = [
+            p.topic("a"),
+            format!("{}.transaction", p.name),
+            format!("__debezium-heartbeat.{}", p.name),
+        ];
+        // The create, the delete and its tombstone, two BEGIN/END pairs, heartbeats.
+        let recs = consume_raw(
+            &topics,
+            "read_committed",
+            9,
+            Duration::from_secs(1),
+            Duration::from_secs(60),
+        );
+        terminate(&mut child);
+        let count = |t: &str| recs.iter().filter(|r| r.topic == t).count();
+        assert_eq!(count(&topics[0]), 3, "[{name}] on={on}: {recs:?}");
+        assert_eq!(count(&topics[1]), 4, "[{name}] on={on}: {recs:?}");
+        assert!(count(&topics[2]) >= 2, "[{name}] on={on}: {recs:?}");
+        assert!(
+            recs.iter()
+                .any(|r| r.topic == topics[0] && r.value.is_none()),
+            "[{name}] a tombstone is among them"
+        );
+        if !on {
+            assert!(recs.iter().all(|r| context(r).is_empty()), "[{name}]");
+            continue;
+        }
+        let run = context(&recs[0]).get("runId").cloned().expect("runId");
+        assert_eq!(run.len(), 36, "[{name}] a UUID text: {run}");
+        for r in &recs {
+            let mut h = context(r);
+            assert_eq!(
+                h.remove("connectorLogicalName").as_deref(),
+                Some(p.name.as_str())
+            );
+            assert_eq!(h.remove("taskId").as_deref(), Some("0"), "[{name}]");
+            assert_eq!(h.remove("runId").as_deref(), Some(run.as_str()), "[{name}]");
+            let connector = h.remove("connectorName");
+            // Known from the source's first transaction on; a heartbeat may come before it.
+            if r.topic != topics[2] || connector.is_some() {
+                assert_eq!(connector.as_deref(), Some(family), "[{name}] {}", r.topic);
+            }
+            assert!(h.is_empty(), "[{name}] no other context headers: {h:?}");
+        }
+    }
+}
+
 per_flavor!(
+    context_headers_name_pipeline_connector_task_and_run,
     envelope_times_carry_the_commit_at_microseconds,
     every_transaction_is_framed_once_through_kills,
     avro_records_decode_with_confluents_client,

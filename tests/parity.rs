@@ -301,6 +301,7 @@ async fn parity_run() {
     // sluice: the same name (so `source.name` compares), its own topics.
     let route_extra = env("PARITY_SLUICE_ROUTE").replace("{db}", &db);
     let schemas_line = if schemas { "json_schemas = true\n" } else { "" };
+    let txn_schemas_line = schemas_line;
     let dir = tempfile::tempdir().expect("tempdir");
     let sluice_config = dir.path().join("sluice.toml");
     let text = format!(
@@ -315,11 +316,13 @@ start = "initial"
 [kafka]
 bootstrap_servers = "{KAFKA}"
 offsets_topic = "sluice_{db}.offsets"
+# Debezium 3 writes its __debezium.context.* headers by default; sluice when asked.
+context_headers = true
 
 [transaction_metadata]
 enabled = true
 topic = "sluice_{db}.transaction"
-
+{txn_schemas_line}
 [api]
 enabled = false
 

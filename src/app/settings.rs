@@ -51,6 +51,7 @@ pub fn sink_settings(cfg: &Config) -> SinkSettings {
         idle_offset_ms: cfg.commit.idle_offset_ms,
         transaction_timeout_ms: cfg.kafka.transaction_timeout_ms,
         max_buffer_kbytes: cfg.kafka.max_buffer_kbytes,
+        context_headers: cfg.kafka.context_headers,
         client: client_config(cfg),
         registry: cfg.needs_registry().then(|| cfg.schema_registry.clone()),
         dlq_topic: cfg.dlq_topic(),

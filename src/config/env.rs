@@ -138,6 +138,7 @@ pub(super) const FIELDS: &[Field] = &[
     field(&["kafka", "replication_factor"], Kind::Int),
     field(&["kafka", "transaction_timeout_ms"], Kind::Int),
     field(&["kafka", "max_buffer_kbytes"], Kind::Int),
+    field(&["kafka", "context_headers"], Kind::Bool),
     field(&["transaction_metadata", "enabled"], Kind::Bool),
     field(&["transaction_metadata", "topic"], Kind::Str),
     field(&["transaction_metadata", "format"], Kind::Str),

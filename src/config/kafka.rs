@@ -62,6 +62,14 @@ pub struct KafkaConfig {
     /// memory use. Default: 32768.
     #[serde(default = "default_max_buffer_kbytes")]
     pub max_buffer_kbytes: u64,
+    /// Whether every record of Debezium's shape (data, tombstones, transaction metadata,
+    /// heartbeats, schema changes) carries Debezium 3's context headers
+    /// `__debezium.context.connectorLogicalName` (the pipeline's `name`), `connectorName`
+    /// (`mysql` / `mariadb`), `taskId` (`0`) and `runId` (random per process start), as
+    /// plain UTF-8 text. Default: false (Debezium's `extended.headers.enabled` defaults to
+    /// true; sluice leaves the roughly 150 bytes per record out unless asked).
+    #[serde(default)]
+    pub context_headers: bool,
     /// How sluice authenticates to the brokers and protects its connections (SASL, TLS,
     /// mutual TLS), mapped onto librdkafka's `security.protocol`, `sasl.*` and `ssl.*`
     /// properties. Default: none (PLAINTEXT, or what `properties` sets).
@@ -93,6 +101,7 @@ impl fmt::Debug for KafkaConfig {
             topic_config,
             transaction_timeout_ms,
             max_buffer_kbytes,
+            context_headers,
             security,
             properties,
         } = self;
@@ -107,6 +116,7 @@ impl fmt::Debug for KafkaConfig {
             .field("topic_config", topic_config)
             .field("transaction_timeout_ms", transaction_timeout_ms)
             .field("max_buffer_kbytes", max_buffer_kbytes)
+            .field("context_headers", context_headers)
             .field("security", security)
             .field("properties", &props::RedactedMap(properties))
             .finish()

@@ -2142,3 +2142,16 @@ fn json_schemas_is_off_by_default_and_needs_format_json() {
     .unwrap();
     assert!(c.heartbeat.json_schemas && c.transaction_metadata.json_schemas);
 }
+
+#[test]
+fn context_headers_are_off_by_default_and_set_by_file_or_env() {
+    assert!(!parse(MINIMAL).unwrap().kafka.context_headers);
+    let on = parse(&with_kafka("context_headers = true")).unwrap();
+    assert!(on.kafka.context_headers);
+    let by_env =
+        Config::from_str_with_env(MINIMAL, env(&[("SLUICE_KAFKA_CONTEXT_HEADERS", "true")]))
+            .unwrap();
+    assert!(by_env.kafka.context_headers);
+    let err = parse(&with_kafka("context_headers = \"yes\"")).unwrap_err();
+    assert!(err.to_string().contains("context_headers"), "{err}");
+}

@@ -51,7 +51,7 @@ impl Sink {
         };
         self.topics.ensure_ordered_topic(&tm.topic)?;
         self.producer
-            .send(&tm.topic, rec.key.as_deref(), rec.value.as_deref())
+            .send_with_header(&tm.topic, rec.key.as_deref(), rec.value.as_deref(), None)
             .map_err(|e| {
                 e.context(format!(
                     "writing the transaction metadata topic {}",
@@ -110,7 +110,7 @@ impl Sink {
         let topic = hb.topic.clone();
         self.topics.ensure_ordered_topic(&topic)?;
         self.producer
-            .send(&topic, rec.key.as_deref(), rec.value.as_deref())
+            .send_with_header(&topic, rec.key.as_deref(), rec.value.as_deref(), None)
             .map_err(|e| e.context(format!("writing the heartbeat topic {topic}")))?;
         self.kafka_records += 1;
         Ok(())

@@ -22,6 +22,7 @@
 
 pub(crate) mod claim;
 pub(crate) mod classify;
+pub(crate) mod context_headers;
 mod counts;
 mod further_topics;
 mod heartbeat;
@@ -263,6 +264,9 @@ impl Sink {
             s.max_buffer_kbytes,
         )?;
         producer.stop = s.shutdown.clone();
+        producer.context = s
+            .context_headers
+            .then(|| context_headers::ContextHeaders::new(&s.name));
         if eo {
             producer
                 .inner
@@ -423,6 +427,9 @@ impl Sink {
             Change::Begin(meta) => {
                 self.begin()?;
                 self.source_open = true;
+                if let Some(c) = self.producer.context.as_mut() {
+                    c.set_connector(meta.connector);
+                }
                 self.meta = meta;
                 self.order.begin();
                 if let Some(tm) = self.txn_metadata.as_mut() {

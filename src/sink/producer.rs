@@ -78,6 +78,9 @@ pub struct SinkProducer {
     /// The [`crate::sink::txn_tag::TXN_HEADER`] value every record gets while it is set:
     /// `<pipeline>:<txn>` inside a pipeline transaction (exactly-once only).
     pub tag: Option<Vec<u8>>,
+    /// Debezium's context headers (`kafka.context_headers`), put on the records written with
+    /// [`SinkProducer::send_with_header`] (those of Debezium's shape) when set.
+    pub context: Option<crate::sink::context_headers::ContextHeaders>,
 }
 
 /// Delivery reports are served every this many records (each poll reads the clock and takes
@@ -116,17 +119,25 @@ impl SinkProducer {
             unpolled: std::sync::atomic::AtomicU32::new(0),
             stop: crate::shutdown::ShutdownClock::default(),
             tag: None,
+            context: None,
         })
     }
 
-    /// Produces one record, waiting (polling) while librdkafka's bounded queue is full. The
-    /// record carries the [`SinkProducer::tag`] header when one is set.
+    /// Produces one of sluice's own records (offsets, schema history, claims, dead letters),
+    /// waiting (polling) while librdkafka's bounded queue is full. The record carries the
+    /// [`SinkProducer::tag`] header when one is set.
     pub fn send(&self, topic: &str, key: Option<&[u8]>, value: Option<&[u8]>) -> Result<()> {
-        self.send_with_header(topic, key, value, None)
+        let tag = self
+            .tag
+            .as_deref()
+            .map(|t| (crate::sink::txn_tag::TXN_HEADER, t));
+        self.produce(topic, None, key, value, [tag, None], None)
     }
 
-    /// [`SinkProducer::send`] with one more header (`None`: none); records without one
-    /// allocate no header list beyond the tag's.
+    /// Produces a record of Debezium's shape (data, tombstone, transaction metadata,
+    /// heartbeat, schema change): [`SinkProducer::send`] plus one more header (`None`: none)
+    /// and the [`SinkProducer::context`] headers when set. A record with no header at all
+    /// allocates no header list.
     pub fn send_with_header(
         &self,
         topic: &str,
@@ -138,7 +149,7 @@ impl SinkProducer {
             .tag
             .as_deref()
             .map(|t| (crate::sink::txn_tag::TXN_HEADER, t));
-        self.produce(topic, None, key, value, [tag, extra])
+        self.produce(topic, None, key, value, [tag, extra], self.context.as_ref())
     }
 
     /// [`SinkProducer::send`] with an explicit partition (`None`: the partitioner decides)
@@ -151,7 +162,7 @@ impl SinkProducer {
         value: Option<&[u8]>,
         header: Option<(&str, &[u8])>,
     ) -> Result<()> {
-        self.produce(topic, partition, key, value, [header, None])
+        self.produce(topic, partition, key, value, [header, None], None)
     }
 
     fn produce(
@@ -161,6 +172,7 @@ impl SinkProducer {
         key: Option<&[u8]>,
         value: Option<&[u8]>,
         headers: [Option<(&str, &[u8])>; 2],
+        context: Option<&crate::sink::context_headers::ContextHeaders>,
     ) -> Result<()> {
         let started = Instant::now();
         loop {
@@ -174,10 +186,16 @@ impl SinkProducer {
             if let Some(v) = value {
                 rec = rec.payload(v);
             }
-            let count = headers.iter().flatten().count();
+            let count = headers.iter().flatten().count() + context.map_or(0, |c| c.len());
             if count > 0 {
                 let mut list = OwnedHeaders::new_with_capacity(count);
                 for &(name, value) in headers.iter().flatten() {
+                    list = list.insert(Header {
+                        key: name,
+                        value: Some(value),
+                    });
+                }
+                for (name, value) in context.into_iter().flat_map(|c| c.pairs()) {
                     list = list.insert(Header {
                         key: name,
                         value: Some(value),

@@ -155,10 +155,11 @@ impl Sink {
         };
         if let Some(record) = &ev.record {
             self.producer
-                .send(
+                .send_with_header(
                     &self.s.schema_changes_topic,
                     Some(key.as_bytes()),
                     Some(record),
+                    None,
                 )
                 .map_err(at)?;
             self.kafka_records += 1;

@@ -42,6 +42,8 @@ pub struct SinkSettings {
     pub transaction_timeout_ms: u64,
     /// `queue.buffering.max.kbytes`.
     pub max_buffer_kbytes: u64,
+    /// `kafka.context_headers`: Debezium's `__debezium.context.*` headers on its records.
+    pub context_headers: bool,
     /// librdkafka client config (bootstrap servers and passthrough properties).
     pub client: ClientConfig,
     /// For topics sluice creates.
