@@ -458,5 +458,26 @@ fn compile_columns(
     }
     sources.push(path.to_string());
     sources.extend(patterns.iter().cloned());
-    super::route::whole_name_set(path, patterns, problems)
+    whole_name_set(path, patterns, problems)
+}
+
+/// The patterns (each already checked on its own) as one set, each matching whole names;
+/// `None` with a problem if the set as a whole cannot be compiled (its size limit).
+pub(super) fn whole_name_set(
+    path: &str,
+    patterns: &[String],
+    problems: &mut Vec<Problem>,
+) -> Option<Option<RegexSet>> {
+    match RegexSet::new(patterns.iter().map(|p| format!("^(?:{p})$"))) {
+        Ok(set) => Some(Some(set)),
+        Err(e) => {
+            problems.push(Problem::new(
+                path,
+                format!("patterns that cannot be compiled together: {e}"),
+                "a list of regular expressions within the regex size limit",
+                format!("simplify or shorten the patterns in {path}"),
+            ));
+            None
+        }
+    }
 }
