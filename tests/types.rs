@@ -43,6 +43,7 @@ fn oracle(c: &Col) -> String {
         ),
         Fam::Raw16 if c.ty == "INET6" => format!("HEX(INET6_ATON({n}))"),
         Fam::Raw16 => format!("UPPER(REPLACE({n}, '-', ''))"),
+        Fam::Uuid => format!("CAST({n} AS CHAR)"),
     }
 }
 
@@ -115,6 +116,7 @@ fn canon_select(fam: Fam, v: &mysql_async::Value) -> J {
         | Fam::Bits
         | Fam::Bin
         | Fam::Raw16
+        | Fam::Uuid
         | Fam::Date
         | Fam::Time
         | Fam::DateTime(_)
@@ -180,7 +182,7 @@ pub fn canon_json(fam: Fam, v: &J) -> J {
         Fam::Int | Fam::Year => json!(num(v)),
         Fam::Float => json!((v.as_f64().expect("float") as f32).to_bits()),
         Fam::Double => json!(v.as_f64().expect("double").to_bits()),
-        Fam::Decimal | Fam::Str | Fam::Enum => v.clone(),
+        Fam::Decimal | Fam::Str | Fam::Enum | Fam::Uuid => v.clone(),
         Fam::Bit1 => v.clone(),
         Fam::Bits => {
             // Little-endian bytes (as Debezium).
@@ -535,7 +537,7 @@ fn canon_avro(col: &Col, v: &apache_avro::types::Value) -> J {
         (Fam::Double, A::Double(d)) => json!(d.to_bits()),
         (Fam::Bit1, A::Boolean(b)) => json!(b),
         (Fam::Bits, A::Bytes(b)) => json!(le_u64(b)),
-        (Fam::Str | Fam::Enum, A::String(s)) => json!(s),
+        (Fam::Str | Fam::Enum | Fam::Uuid, A::String(s)) => json!(s),
         (Fam::Enum, A::Enum(_, s)) => json!(s),
         (Fam::Bin | Fam::Raw16, A::Bytes(b)) => json!(hex(b)),
         (Fam::Set, A::Array(items)) => J::Array(
@@ -619,7 +621,7 @@ fn canon_py(col: &Col, v: &J) -> J {
             J::Number(n) => json!(n.to_string()),
             other => panic!("int {other}"),
         },
-        Fam::Decimal | Fam::Str | Fam::Enum => v.clone(),
+        Fam::Decimal | Fam::Str | Fam::Enum | Fam::Uuid => v.clone(),
         Fam::Float => json!((v.as_f64().expect("float") as f32).to_bits()),
         Fam::Double => json!(v.as_f64().expect("double").to_bits()),
         Fam::Bit1 => v.clone(),

@@ -21,6 +21,7 @@
 //! | text / binary strings | `string` / `bytes` |
 //! | ENUM, SET | `string` `io.debezium.data.Enum` / `io.debezium.data.EnumSet`, `allowed` |
 //! | JSON | `string` `io.debezium.data.Json` |
+//! | MariaDB UUID | `string` `io.debezium.data.Uuid` |
 //! | BIT(1) / BIT(n) | `boolean` / `bytes` `io.debezium.data.Bits`, `length` |
 //! | GEOMETRY | struct `io.debezium.data.geometry.Geometry` (`wkb`, `srid`) |
 //! | POINT | struct `io.debezium.data.geometry.Point` (`x`, `y`, `wkb`, `srid`) |
@@ -197,6 +198,7 @@ fn column_schema(s: &mut String, col: &Column) {
             &values.join(","),
         ),
         ColumnKind::Json => named(s, "string", "io.debezium.data.Json"),
+        ColumnKind::Uuid => named(s, "string", "io.debezium.data.Uuid"),
         ColumnKind::Bit { bits: 1 } => plain(s, "boolean"),
         ColumnKind::Bit { bits } => with_param(
             s,
@@ -298,6 +300,7 @@ mod tests {
                 col("d", ColumnKind::DateTime { fsp: 6 }, true),
                 col("g", ColumnKind::Geometry, true),
                 col("bits", ColumnKind::Bit { bits: 9 }, false),
+                col("u", ColumnKind::Uuid, true),
             ],
             primary_key: vec![0],
         }
@@ -360,6 +363,11 @@ mod tests {
         );
         assert_eq!(field(before, "g")["fields"][0]["field"], "wkb");
         assert_eq!(field(before, "bits")["parameters"], json!({"length": "9"}));
+        assert_eq!(
+            field(before, "u"),
+            &json!({"type": "string", "optional": true, "name": "io.debezium.data.Uuid",
+                    "version": 1, "field": "u"})
+        );
         let source = field(&env, "source");
         assert_eq!(source["name"], "io.debezium.connector.mariadb.Source");
         let names: Vec<&str> = source["fields"]

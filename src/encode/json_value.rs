@@ -264,6 +264,15 @@ fn write_bytes(out: &mut Vec<u8>, kind: &ColumnKind, b: &[u8]) {
             out.push(b']');
         }
         ColumnKind::Json => write_json_string(out, &String::from_utf8_lossy(b)),
+        ColumnKind::Uuid => match crate::encode::uuid_text::uuid_text(b) {
+            Some(text) => {
+                out.push(b'"');
+                out.extend_from_slice(&text);
+                out.push(b'"');
+            }
+            // Not 16 bytes: never from MariaDB; the bytes rather than a made-up text.
+            None => write_base64(out, b),
+        },
         _ => write_base64(out, b),
     }
 }
@@ -715,6 +724,20 @@ mod tests {
         );
         assert_eq!(render(ColumnKind::Json, Value::Null), J::Null);
         assert_eq!(render(ColumnKind::Json, Value::Missing), J::Null);
+        let uuid = [
+            0x12, 0x3e, 0x45, 0x67, 0xe8, 0x9b, 0x12, 0xd3, 0xa4, 0x56, 0x42, 0x66, 0x14, 0x17,
+            0x40, 0x00,
+        ];
+        assert_eq!(
+            render(ColumnKind::Uuid, Value::Bytes(uuid.to_vec())),
+            json!("123e4567-e89b-12d3-a456-426614174000")
+        );
+        // Never from MariaDB; the bytes, not a made-up text.
+        assert_eq!(
+            render(ColumnKind::Uuid, Value::Bytes(vec![1, 2])),
+            json!("AQI=")
+        );
+        assert_eq!(render(ColumnKind::Uuid, Value::Null), J::Null);
     }
 
     #[test]
@@ -801,6 +824,7 @@ mod tests {
             Just(ColumnKind::Json),
             Just(ColumnKind::Geometry),
             Just(ColumnKind::Point),
+            Just(ColumnKind::Uuid),
             Just(ColumnKind::Vector { dimensions: None }),
         ]
     }

@@ -10,3 +10,4 @@ pub mod key_header;
 pub mod point;
 pub mod projection;
 pub(crate) mod table_ctx;
+pub mod uuid_text;

@@ -123,6 +123,11 @@ pub enum ColumnKind {
     Geometry,
     /// `POINT` (known from the table map's GEOMETRY_TYPE or the tracked definition).
     Point,
+    /// MariaDB's `UUID`: stored and logged as `BINARY(16)`, the bytes in the order of the
+    /// text's hex digits; written as the text (`123e4567-e89b-12d3-a456-426614174000`), as
+    /// Debezium's `io.debezium.data.Uuid`. Known only from the tracked definition (the table
+    /// map logs a `BINARY(16)`).
+    Uuid,
     /// MySQL 9 `VECTOR(n)`: packed little-endian `f32`s.
     Vector {
         /// Number of dimensions if the table map logged it.
@@ -210,6 +215,7 @@ impl ColumnKind {
             ColumnKind::Json => "JSON",
             ColumnKind::Geometry => "GEOMETRY",
             ColumnKind::Point => "POINT",
+            ColumnKind::Uuid => "UUID",
             ColumnKind::Vector { .. } => "VECTOR",
         }
     }

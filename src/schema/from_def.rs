@@ -67,8 +67,9 @@ impl TableSchema {
                 "varchar" => string(false, charset),
                 "binary" => string(true, BINARY_CHARSET),
                 // MariaDB's UUID / INET6 / INET4: stored (and logged) as BINARY(16) / BINARY(4);
-                // information_schema gives them no octet length.
-                "uuid" | "inet6" => ColumnKind::String {
+                // information_schema gives them no octet length. A UUID is written as its text.
+                "uuid" => ColumnKind::Uuid,
+                "inet6" => ColumnKind::String {
                     charset: BINARY_CHARSET,
                     binary: true,
                     fixed: true,

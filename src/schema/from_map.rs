@@ -115,6 +115,7 @@ fn column_kind(col: &RawColumn, f: &ColumnFacts) -> Option<ColumnKind> {
             fixed: false,
             max_bytes,
         },
+        RealType::Char { max_bytes: 16 } if f.uuid => ColumnKind::Uuid,
         RealType::Char { max_bytes } => ColumnKind::String {
             charset,
             binary: charset == BINARY_CHARSET,

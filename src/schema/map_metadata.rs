@@ -26,6 +26,8 @@ pub(super) struct ColumnFacts {
     pub(super) dimensions: Option<u32>,
     /// Whether a spatial column is a POINT, if known (GEOMETRY_TYPE, or the tracked type).
     pub(super) point: Option<bool>,
+    /// Whether a `BINARY(16)` column is MariaDB's UUID (known from the tracked type only).
+    pub(super) uuid: bool,
 }
 
 /// A table map's optional metadata expanded to one entry per column; `None` for a field the
@@ -158,6 +160,7 @@ impl MapMetadata {
                 .unwrap_or_default(),
             dimensions: self.dims.get(i).copied().flatten(),
             point: self.points.get(i).copied().flatten(),
+            uuid: false,
         }
     }
 }

@@ -445,10 +445,23 @@ fn tracked_def_special_types() {
         tracked::ColumnDef::new("v", "vector(3)"),
     ];
     let s = TableSchema::from_table_map_with_def(&b.event(), ServerFlavor::MariaDb, &def).unwrap();
+    // The UUID behind its logged BINARY(16) is known from the definition only (and is kept in
+    // the definition recorded from the schema); INET4 stays its stored bytes.
+    assert_eq!(s.columns[0].kind, ColumnKind::Uuid);
     assert!(matches!(
-        s.columns[0].kind,
-        ColumnKind::String { binary: true, .. }
+        s.columns[1].kind,
+        ColumnKind::String {
+            binary: true,
+            fixed: true,
+            max_bytes: 4,
+            ..
+        }
     ));
+    let again = TableDef::from_schema(&s);
+    assert_eq!(again.columns[0].sql_type, "uuid");
+    let s2 =
+        TableSchema::from_table_map_with_def(&b.event(), ServerFlavor::MariaDb, &again).unwrap();
+    assert_eq!(s2.columns[0].kind, ColumnKind::Uuid);
     assert!(matches!(
         s.columns[2].kind,
         ColumnKind::Blob { binary: false, .. }

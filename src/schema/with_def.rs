@@ -114,6 +114,7 @@ impl TableSchema {
                 if f.point.is_none() && matches!(raw.columns.get(i), Some(c) if matches!(c.real, RealType::Geometry { .. })) {
                     f.point = Some(c.base_type() == "point");
                 }
+                f.uuid = c.base_type() == "uuid";
                 if f.dimensions.is_none() && c.base_type() == "vector" {
                     f.dimensions = tracked::type_args(&c.sql_type)
                         .first()

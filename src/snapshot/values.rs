@@ -85,6 +85,7 @@ pub fn select_expr(col: &Column) -> String {
             max_bytes,
             ..
         } => format!("CAST({name} AS BINARY({max_bytes})) AS {name}"),
+        ColumnKind::Uuid => format!("CAST({name} AS BINARY(16)) AS {name}"),
         _ => name,
     }
 }
@@ -326,6 +327,8 @@ fn decode_value(kind: &ColumnKind, v: Sql) -> std::result::Result<Value, Mismatc
             Ok(Value::Bytes(b))
         }
         (ColumnKind::String { .. } | ColumnKind::Blob { .. }, Sql::Bytes(b)) => Ok(Value::Bytes(b)),
+        (ColumnKind::Uuid, Sql::Bytes(b)) if b.len() == 16 => Ok(Value::Bytes(b)),
+        (ColumnKind::Uuid, Sql::Bytes(_)) => Err(fail("the 16 stored bytes of a UUID".into())),
         (ColumnKind::Json, Sql::Bytes(b)) => compact_json(&b)
             .map(Value::Json)
             .map_err(|e| fail(format!("JSON text ({e})"))),
@@ -368,6 +371,7 @@ fn expected_shape(kind: &ColumnKind) -> &'static str {
         | ColumnKind::Json
         | ColumnKind::Geometry
         | ColumnKind::Point
+        | ColumnKind::Uuid
         | ColumnKind::Vector { .. } => "string (bytes)",
     }
 }
@@ -659,6 +663,10 @@ mod tests {
                 "`we``ird`",
             ]
         );
+        assert_eq!(
+            select_expr(&col("u", ColumnKind::Uuid)),
+            "CAST(`u` AS BINARY(16)) AS `u`"
+        );
         assert_eq!(quote_ident("a`b``"), "`a``b`````");
         assert!(SESSION_SETUP.contains(&"SET time_zone = '+00:00'"));
     }
@@ -916,6 +924,12 @@ mod tests {
             Sql::Bytes(vec![0; 6])
         )
         .is_err());
+        let stored: Vec<u8> = (1..=16).collect();
+        assert_eq!(
+            one(ColumnKind::Uuid, Sql::Bytes(stored.clone())).unwrap(),
+            Value::Bytes(stored)
+        );
+        assert!(one(ColumnKind::Uuid, Sql::Bytes(vec![0; 15])).is_err());
         assert_eq!(
             one(ColumnKind::Geometry, Sql::Bytes(vec![0, 0, 0, 0, 1])).unwrap(),
             Value::Geometry(vec![0, 0, 0, 0, 1])

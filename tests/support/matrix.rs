@@ -43,9 +43,11 @@ pub enum Fam {
     Geom,
     /// POINT: (srid, WKB hex, x, y), Debezium's `io.debezium.data.geometry.Point`.
     Point,
-    /// MariaDB UUID / INET6: the binlog does not name these types, so they arrive as their 16
-    /// stored bytes (hex), compared with the server's own binary form.
+    /// MariaDB INET6: the binlog does not name the type, so it arrives as its 16 stored bytes
+    /// (hex), compared with the server's own binary form.
     Raw16,
+    /// MariaDB UUID: its text (`io.debezium.data.Uuid`), compared with the server's text.
+    Uuid,
 }
 
 /// One column of a matrix table: name, SQL type, family, and the literals of row A and B.
@@ -286,7 +288,7 @@ pub fn matrix(flavor: Flavor) -> Vec<(&'static str, Vec<Col>)> {
                 col(
                     "u",
                     "UUID",
-                    Raw16,
+                    Uuid,
                     "'123e4567-e89b-12d3-a456-426614174000'",
                     "'00000000-0000-0000-0000-000000000001'",
                 ),

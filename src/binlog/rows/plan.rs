@@ -98,6 +98,10 @@ impl RowDecoder {
                         Cell::Str { prefix }
                     }
                 }
+                (RealType::Char { max_bytes: 16 }, ColumnKind::Uuid) => Cell::FixedBinary {
+                    prefix: 1,
+                    pad_to: 16,
+                },
                 (RealType::Blob { prefix }, ColumnKind::Blob { .. }) => Cell::Blob { prefix },
                 (RealType::Json { prefix }, ColumnKind::Json) => Cell::Json { prefix },
                 (RealType::Geometry { prefix }, ColumnKind::Geometry | ColumnKind::Point) => {

@@ -100,12 +100,17 @@ impl Assembler {
         let flavor = ServerFlavor::from(self.flavor);
         let key = (db.to_string(), table.to_string());
         match TableSchema::from_table_map_with_flavor(tme, flavor) {
-            Ok(schema) => {
+            Ok(mut schema) => {
                 let fresh = TableDef::from_schema(&schema);
                 let unwritten = match self.defs.get(&key) {
                     None => Some(fresh),
                     Some(def) => match TableSchema::from_table_map_with_def(tme, flavor, def) {
-                        Ok(_) => None,
+                        // The same shape, with what only the definition knows (MariaDB's
+                        // UUID behind a logged BINARY(16)).
+                        Ok(with_def) => {
+                            schema = with_def;
+                            None
+                        }
                         Err(e) => {
                             tracing::warn!(
                                 table = %format!("{db}.{table}"),

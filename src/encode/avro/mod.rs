@@ -496,6 +496,11 @@ fn write_value(out: &mut Vec<u8>, enc: &Enc, v: &Value) -> std::result::Result<(
         }
         (Enc::Json, Value::Json(text)) => put_str(out, text),
         (Enc::Json, Value::Bytes(b)) => put_str(out, &String::from_utf8_lossy(b)),
+        (Enc::Uuid, Value::Bytes(b)) => {
+            let text = crate::encode::uuid_text::uuid_text(b)
+                .ok_or_else(|| format!("{} bytes where a UUID has 16", b.len()))?;
+            put_bytes(out, &text);
+        }
         (Enc::Bool, Value::Bit(bits)) => out.push(u8::from(*bits != 0)),
         (Enc::Bits { bits }, Value::Bit(x)) => {
             let n = usize::from(*bits).div_ceil(8).clamp(1, 8);

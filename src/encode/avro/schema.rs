@@ -115,6 +115,8 @@ pub(crate) enum Enc {
     Set { values: Vec<String> },
     /// `string` holding JSON text (`io.debezium.data.Json`).
     Json,
+    /// `string`: MariaDB's UUID as its text (`io.debezium.data.Uuid`).
+    Uuid,
     /// `boolean` (BIT(1)).
     Bool,
     /// `bytes`: the ⌈n/8⌉ bytes of a BIT(n), least significant first (`io.debezium.data.Bits`).
@@ -390,6 +392,7 @@ fn plan_column(col: &Column, opts: AvroOptions) -> std::result::Result<Enc, Stri
             values: values.clone(),
         },
         ColumnKind::Json => Enc::Json,
+        ColumnKind::Uuid => Enc::Uuid,
         ColumnKind::Bit { bits: 1 } => Enc::Bool,
         ColumnKind::Bit { bits } => Enc::Bits { bits: *bits },
         ColumnKind::Geometry => Enc::Geometry,
@@ -479,6 +482,9 @@ fn type_json(s: &mut String, col: &ColPlan, ns: &str, defined: &mut HashSet<Stri
         Enc::Set { .. } => s.push_str(r#"{"type":"array","items":"string"}"#),
         Enc::Json => s.push_str(
             r#"{"type":"string","connect.version":1,"connect.name":"io.debezium.data.Json"}"#,
+        ),
+        Enc::Uuid => s.push_str(
+            r#"{"type":"string","connect.version":1,"connect.name":"io.debezium.data.Uuid"}"#,
         ),
         Enc::Bool => s.push_str(r#""boolean""#),
         Enc::Bits { bits } => {

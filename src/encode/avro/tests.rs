@@ -339,6 +339,9 @@ fn expected(c: &Column, v: &Value, opts: AvroOptions) -> AV {
             AV::TimestampMicros(secs * 1_000_000 + i64::from(*micros))
         }
         (_, Value::Year(y)) => AV::Int(i32::from(*y)),
+        (ColumnKind::Uuid, Value::Bytes(b)) => AV::String(
+            String::from_utf8(crate::encode::uuid_text::uuid_text(b).unwrap().to_vec()).unwrap(),
+        ),
         (ColumnKind::Vector { .. }, Value::Bytes(b)) => AV::Array(
             b.chunks_exact(4)
                 .map(|c| AV::Float(f32::from_le_bytes(c.try_into().unwrap())))
@@ -447,6 +450,7 @@ fn arb_kind() -> impl Strategy<Value = ColumnKind> {
         (1u16..=64).prop_map(|bits| ColumnKind::Bit { bits }),
         Just(ColumnKind::Geometry),
         Just(ColumnKind::Point),
+        Just(ColumnKind::Uuid),
         Just(ColumnKind::Vector { dimensions: None }),
     ]
 }
@@ -585,6 +589,9 @@ fn arb_value(kind: &ColumnKind, avro_enum: bool) -> BoxedStrategy<Value> {
         .boxed(),
         K::Bit { bits } => any::<u64>()
             .prop_map(move |b| Value::Bit(if bits == 64 { b } else { b & ((1 << bits) - 1) }))
+            .boxed(),
+        K::Uuid => proptest::array::uniform16(any::<u8>())
+            .prop_map(|b| Value::Bytes(b.to_vec()))
             .boxed(),
         K::Point => (
             prop_oneof![Just(0i32), Just(3857), any::<i32>()],

@@ -92,6 +92,7 @@ fn sql_type_of(kind: &crate::schema::ColumnKind) -> String {
         K::Json => "json".into(),
         K::Geometry => "geometry".into(),
         K::Point => "point".into(),
+        K::Uuid => "uuid".into(),
         K::Vector { dimensions } => match dimensions {
             Some(d) => format!("vector({d})"),
             None => "vector".into(),
