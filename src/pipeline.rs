@@ -39,6 +39,11 @@ pub enum Change {
         rows: Vec<RowImage>,
         /// Binlog position of the rows event (start).
         pos: u64,
+        /// Source time of the rows (µs since the epoch), the envelope's `source.ts_*`: the
+        /// transaction's commit time where the server logs one (MySQL 8.0.1+), else the rows
+        /// event's header second (so the rows of one MariaDB transaction can carry different
+        /// seconds, as Debezium writes them); a snapshot read's time for snapshot rows.
+        ts_us: u64,
         /// What the rows' `source.snapshot` says ([`ReadMarks::STREAM`] for binlog rows).
         marks: ReadMarks,
     },

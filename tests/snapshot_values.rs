@@ -413,6 +413,7 @@ fn compare(flavor: &str, logged: &Logged, selected: &[Vec<Value>]) -> usize {
             ..Default::default()
         };
         let rp = RowPos {
+            source_ts_us: 0,
             pos: 0,
             row: 0,
             total_order: 1,

@@ -88,6 +88,8 @@ pub struct RowPos {
     pub data_collection_order: u64,
     /// What `source.snapshot` says ([`SnapshotMark::False`] for streamed changes).
     pub snapshot: SnapshotMark,
+    /// Source time of the row (µs since the epoch): `source.ts_ms`/`ts_us`/`ts_ns`.
+    pub source_ts_us: u64,
 }
 
 /// One row change to encode: the table, its source transaction, what the event did, the row

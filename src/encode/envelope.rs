@@ -11,7 +11,9 @@
 //!
 //! Times: the envelope's `ts_ms`/`ts_us`/`ts_ns` are processing time, one clock reading per
 //! row change, so `ts_ms = ts_ns / 10^6` and `ts_us = ts_ns / 10^3` (truncated); the `source`
-//! block's three are the source commit time at µs resolution in the same relation.
+//! block's three are the row's source time at µs resolution in the same relation: the
+//! transaction's commit time where the server logs one (MySQL 8.0.1+), else the rows event's
+//! header second (as Debezium), the snapshot read's time for snapshot rows.
 //! A leaf module.
 
 /// One top-level field of the envelope.

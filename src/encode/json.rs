@@ -89,7 +89,7 @@ impl JsonEncoder {
             row_pos: rp,
             ts,
         } = *e;
-        let source_ts = EventTime::from_us(meta.ts_us);
+        let source_ts = EventTime::from_us(rp.source_ts_us);
         let prefix = table.connect.as_ref().map(|c| c.value(meta.connector));
         let mut out = Vec::with_capacity(
             320 + 64 * table.out.schema.columns.len() + prefix.map_or(0, str::len),
@@ -251,6 +251,7 @@ mod tests {
             kind,
             row: &image,
             row_pos: RowPos {
+                source_ts_us: meta().ts_us,
                 pos: 1234,
                 row: 2,
                 total_order: 3,
@@ -440,6 +441,7 @@ mod tests {
         };
         let enc = JsonEncoder::new("a\"b");
         let rp = RowPos {
+            source_ts_us: m.ts_us,
             pos: 9,
             row: 0,
             total_order: 1,
@@ -483,6 +485,7 @@ mod tests {
                 kind,
                 row: &image,
                 row_pos: RowPos {
+                    source_ts_us: meta().ts_us,
                     pos: 1234,
                     row: 0,
                     total_order: 1,
@@ -570,6 +573,7 @@ mod tests {
             before: None,
             after: Some(&row(1, "x")),
             row_pos: RowPos {
+                source_ts_us: meta().ts_us,
                 pos: 9,
                 row: 0,
                 total_order: 1,
@@ -652,6 +656,7 @@ mod tests {
             before: Some(&row(1, "x")),
             after: Some(&row(1, "y")),
             row_pos: RowPos {
+                source_ts_us: meta().ts_us,
                 pos: 9,
                 row: 0,
                 total_order: 1,
@@ -762,7 +767,7 @@ mod tests {
                 meta: &meta(),
                 kind: RowsKind::Update,
                 row: &image,
-                row_pos: RowPos { pos: 1, row: 0, total_order: 1, data_collection_order: 1, snapshot: crate::model::SnapshotMark::False },
+                row_pos: RowPos { source_ts_us: 0, pos: 1, row: 0, total_order: 1, data_collection_order: 1, snapshot: crate::model::SnapshotMark::False },
             };
             JsonEncoder::new("shop").encode(&change, &mut out);
             let value = out[0].value.as_deref().unwrap();

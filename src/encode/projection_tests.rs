@@ -140,6 +140,7 @@ fn after_of(table: &TableCtx, row: Vec<Value>) -> (J, J) {
         kind: RowsKind::Insert,
         row: &image,
         row_pos: RowPos {
+            source_ts_us: meta.ts_us,
             pos: 4,
             row: 0,
             total_order: 1,
@@ -390,6 +391,7 @@ fn key_change(table: &TableCtx) -> Vec<Record> {
         kind: RowsKind::Update,
         row: &image,
         row_pos: RowPos {
+            source_ts_us: meta.ts_us,
             pos: 4,
             row: 0,
             total_order: 1,

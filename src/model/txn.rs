@@ -17,8 +17,9 @@ pub struct TxnMeta {
     /// Position of the transaction's first event.
     pub pos: u64,
     /// Commit time on the source, µs since the epoch: a MySQL GTID event's
-    /// `original_commit_timestamp` (µs, MySQL 8.0.1+), else the event header's whole seconds.
-    /// The envelope's `source.ts_ms`/`ts_us`/`ts_ns` are this at three resolutions.
+    /// `original_commit_timestamp` (µs, MySQL 8.0.1+), else the opening event header's whole
+    /// seconds. The transaction topic's BEGIN `ts_ms`; the rows' `source.ts_*` are this where
+    /// the server logs a commit time, else each rows event's own second.
     pub ts_us: u64,
     /// Source server id.
     pub server_id: u32,

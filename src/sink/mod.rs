@@ -441,6 +441,7 @@ impl Sink {
                 kind,
                 rows,
                 pos,
+                ts_us,
                 marks,
             } => {
                 if !self.source_open {
@@ -450,7 +451,7 @@ impl Sink {
                     )));
                 }
                 metrics::global().add_read(&table.label, counts::op_label(kind), rows.len() as u64);
-                self.write_rows(&table, kind, &rows, pos, marks)?;
+                self.write_rows(&table, kind, &rows, pos, ts_us, marks)?;
                 self.check_txn_age()?;
             }
             Change::Schema(ev) if ev.record.is_none() && !self.source_open => {
@@ -492,6 +493,7 @@ impl Sink {
         kind: crate::model::RowsKind,
         rows: &[crate::model::RowImage],
         pos: u64,
+        ts_us: u64,
         marks: crate::model::ReadMarks,
     ) -> Result<()> {
         if table.route.rules.skipped.skips(kind) {
@@ -534,6 +536,7 @@ impl Sink {
                     total_order: order.0,
                     data_collection_order: order.1,
                     snapshot: marks.at(i, rows.len()),
+                    source_ts_us: ts_us,
                 },
             };
             match &ids {

@@ -68,6 +68,9 @@ struct OpenTxn {
     /// the same statement and applies it, once.
     ddl_deferred: bool,
     gtid: PendingGtid,
+    /// The GTID event's commit time (µs, MySQL 8.0.1+): the source time of every row. Without
+    /// it each rows event's own header second is (as Debezium does).
+    commit_us: Option<u64>,
 }
 
 /// A prepared XA group to read again and emit, because it committed.

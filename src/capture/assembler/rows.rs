@@ -72,11 +72,15 @@ impl Assembler {
             txn.begun = true;
             out.push(Change::Begin(txn.meta.clone()));
         }
+        let ts_us = txn
+            .commit_us
+            .unwrap_or(u64::from(ev.header().timestamp()) * 1_000_000);
         out.push(Change::Rows {
             table: ctx.clone(),
             kind: hdr.kind,
             rows: std::mem::take(&mut self.rows_buf),
             pos: start_pos,
+            ts_us,
             marks: crate::model::ReadMarks::STREAM,
         });
         Ok(())

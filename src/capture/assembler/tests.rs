@@ -762,3 +762,72 @@ fn a_two_phase_alter_is_applied_once_at_commit_alter_and_never_on_rollback() {
     );
     assert_eq!(a.tracker.mariadb.as_ref().unwrap().to_string(), "0-1-8");
 }
+
+/// `raw` with the header's timestamp set to `secs`.
+fn at_second(mut raw: Vec<u8>, secs: u32) -> Vec<u8> {
+    raw[0..4].copy_from_slice(&secs.to_le_bytes());
+    raw
+}
+
+/// The source time of each Rows change in `out`.
+fn row_times(out: &[Change]) -> Vec<u64> {
+    out.iter()
+        .filter_map(|c| match c {
+            Change::Rows { ts_us, .. } => Some(*ts_us),
+            _ => None,
+        })
+        .collect()
+}
+
+/// Without a commit timestamp (MariaDB, MySQL before 8.0.1) each rows event carries its own
+/// header second, as Debezium writes `source.ts_ms`: a transaction whose statements span a
+/// second boundary has rows of both seconds. With one (MySQL 8.0.1+ GTID events) every row
+/// carries the commit time.
+#[test]
+fn rows_carry_their_event_second_unless_the_server_logs_a_commit_time() {
+    let fde = fx::fde_8_0();
+    let rows = |pos: u32, id: u8| {
+        fx::raw(
+            types::WRITE_ROWS_V2,
+            pos,
+            &fx::rows_v2_body(42, 1, 1, &[], &[0, id, 0, 0, 0]),
+        )
+    };
+    let txn = |gtid: Option<Vec<u8>>| {
+        let mut v = Vec::new();
+        if let Some(g) = gtid {
+            v.push(at_second(fx::raw(types::GTID, 200, &g), 1_700_000_000));
+        }
+        v.extend([
+            at_second(
+                fx::raw(types::QUERY, 300, &fx::query_body("shop", "BEGIN")),
+                1_700_000_000,
+            ),
+            at_second(
+                fx::raw(types::TABLE_MAP, 400, &table("shop", true).body()),
+                1_700_000_003,
+            ),
+            at_second(rows(500, 7), 1_700_000_003),
+            at_second(rows(600, 8), 1_700_000_004),
+            at_second(fx::raw(types::XID, 631, &fx::xid_body(9)), 1_700_000_004),
+        ]);
+        v
+    };
+    let run = |gtid: bool, events: Vec<Vec<u8>>| {
+        let mut a = assembler(gtid);
+        let mut out = Vec::new();
+        for raw in events {
+            a.on_event(&read(&fde, &raw), &mut out).unwrap();
+        }
+        row_times(&out)
+    };
+    assert_eq!(
+        run(false, txn(None)),
+        [1_700_000_003_000_000, 1_700_000_004_000_000]
+    );
+    // The GTID event's original_commit_timestamp (1_700_000_000_000_000 µs) for every row.
+    assert_eq!(
+        run(true, txn(Some(fx::gtid_body(UUID_BYTES, 1, true)))),
+        [1_700_000_000_000_000, 1_700_000_000_000_000]
+    );
+}

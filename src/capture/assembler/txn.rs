@@ -78,6 +78,7 @@ impl Assembler {
             xa: false,
             ddl_deferred: false,
             gtid,
+            commit_us,
         });
     }
 

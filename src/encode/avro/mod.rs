@@ -124,7 +124,7 @@ impl AvroEncoder {
             row_pos: rp,
             ts,
         } = *e;
-        let source_ts = EventTime::from_us(meta.ts_us);
+        let source_ts = EventTime::from_us(rp.source_ts_us);
         let avro = avro_of(table)?;
         let mut out = Vec::with_capacity(160 + 24 * avro.columns.len());
         put_header(&mut out, value_id);

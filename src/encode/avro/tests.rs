@@ -71,6 +71,7 @@ fn meta() -> TxnMeta {
 }
 
 const RP: RowPos = RowPos {
+    source_ts_us: 1_709_288_430_123_456,
     pos: 1234,
     row: 2,
     total_order: 3,
@@ -1726,6 +1727,7 @@ fn records_follow_the_shared_op_logic() {
                 kind,
                 row: &image,
                 row_pos: RowPos {
+                    source_ts_us: meta().ts_us,
                     pos: 1,
                     row: 0,
                     total_order: 1,
@@ -1811,6 +1813,7 @@ fn records_follow_the_shared_op_logic() {
                     after: Some(row(1)),
                 },
                 row_pos: RowPos {
+                    source_ts_us: meta().ts_us,
                     pos: 1,
                     row: 0,
                     total_order: 1,

@@ -104,6 +104,7 @@ impl Snapshotter {
                     marks: ReadMarks::of_chunk_part(chunk, incremental, start, batch.len(), total),
                     rows: batch,
                     pos: tracker.pos,
+                    ts_us: now_ms.saturating_mul(1000),
                 });
                 start += ROWS_PER_CHANGE;
             }

@@ -322,6 +322,7 @@ fn requests_and_signals_add_tables_and_commit_with_their_transaction() {
             after: Some(row),
         }],
         pos: 10,
+        ts_us: 0,
         marks: crate::model::ReadMarks::STREAM,
     };
     s.observe(&mut rows);
