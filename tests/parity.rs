@@ -28,7 +28,9 @@ mod deliberate;
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
-use compare::{compare_table, compare_transaction_topic, report, Column, Outcome, Record};
+use compare::{
+    compare_table, compare_transaction_topic, report, without_topic_prefix, Column, Outcome, Record,
+};
 use mysql_async::prelude::*;
 use rdkafka::config::ClientConfig;
 use rdkafka::consumer::{BaseConsumer, Consumer};
@@ -436,7 +438,10 @@ format = "json"
     // Read again after a pause: a record too many written late counts too.
     tokio::time::sleep(Duration::from_secs(3)).await;
     let dbz = read_topics(&dbz_topics, Duration::from_secs(2));
-    let sl = read_topics(&sluice_topics, Duration::from_secs(2));
+    let mut sl = read_topics(&sluice_topics, Duration::from_secs(2));
+    for r in sl.values_mut().flatten() {
+        without_topic_prefix(r, "sluice_");
+    }
 
     let mut outcome = Outcome::default();
     let mut columns = Vec::new();

@@ -56,6 +56,35 @@ fn schema(v: Option<&Value>) -> Option<&Value> {
     }
 }
 
+/// Takes `topic_prefix` off the struct names of a record's Connect schemas (`name` of the key,
+/// the envelope and `before`/`after`, which carry the topic: `<prefix><topic>.Key`). The run
+/// gives sluice's topics a prefix so both systems share one Kafka; the names are compared as
+/// they would be on a topic of the same name.
+pub fn without_topic_prefix(r: &mut Record, topic_prefix: &str) {
+    fn strip(s: &mut Value, topic_prefix: &str) {
+        let Value::Object(m) = s else { return };
+        if let Some(Value::String(name)) = m.get_mut("name") {
+            if let Some(rest) = name.strip_prefix(topic_prefix) {
+                *name = rest.to_string();
+            }
+        }
+        if let Some(Value::Array(fields)) = m.get_mut("fields") {
+            for f in fields {
+                strip(f, topic_prefix);
+            }
+        }
+    }
+    for v in [r.key.as_mut(), r.value.as_mut()].into_iter().flatten() {
+        if let Value::Object(m) = v {
+            if m.len() == 2 && m.contains_key("payload") {
+                if let Some(s) = m.get_mut("schema") {
+                    strip(s, topic_prefix);
+                }
+            }
+        }
+    }
+}
+
 /// Text that identifies a record among its topic's: key, op.
 fn match_key(r: &Record) -> String {
     let key = payload(r.key.as_ref()).map_or("null".into(), |k| k.to_string());

@@ -341,3 +341,34 @@ fn a_schema_difference_points_at_its_column_or_envelope_field() {
     assert_eq!(out.envelope["value.schema"].equal, 1);
     assert_eq!(out.envelope["key.schema"].equal, 1);
 }
+
+#[test]
+fn the_runs_topic_prefix_is_taken_off_schema_names_only() {
+    let key_schema = |name: &str| json!({"type": "struct", "name": name, "fields": []});
+    let mut r = rec(
+        json!({"schema": key_schema("sluice_d.d.t.Key"), "payload": {"id": 1}}),
+        json!({"schema": {"type": "struct", "name": "sluice_d.d.t.Envelope", "fields": [
+                {"type": "struct", "name": "sluice_d.d.t.Value", "field": "before", "fields": []},
+                {"type": "string", "name": "io.debezium.data.Json", "field": "j"}]},
+               "payload": {"after": {"s": "sluice_kept"}}}),
+    );
+    without_topic_prefix(&mut r, "sluice_");
+    let key = r.key.as_ref().unwrap();
+    assert_eq!(key["schema"]["name"], "d.d.t.Key");
+    let value = r.value.as_ref().unwrap();
+    assert_eq!(value["schema"]["name"], "d.d.t.Envelope");
+    assert_eq!(value["schema"]["fields"][0]["name"], "d.d.t.Value");
+    assert_eq!(
+        value["schema"]["fields"][1]["name"],
+        "io.debezium.data.Json"
+    );
+    assert_eq!(
+        value["payload"]["after"]["s"], "sluice_kept",
+        "payloads are data"
+    );
+    // Without Connect schemas nothing changes.
+    let mut plain = rec(json!({"id": 1}), json!({"name": "sluice_x"}));
+    let before = plain.clone();
+    without_topic_prefix(&mut plain, "sluice_");
+    assert_eq!(plain, before);
+}
