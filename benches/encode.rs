@@ -347,6 +347,7 @@ fn bench(c: &mut Criterion) {
             apache_avro::to_avro_datum(&value_schema, v).expect("generic value"),
         );
         let rp = sluice::encode::change::RowPos {
+            source_ts_us: 1_709_288_430_123_456,
             pos: 1234,
             row: 0,
             total_order: 1,
@@ -437,6 +438,7 @@ fn insert<'a>(
         kind: RowsKind::Insert,
         row,
         row_pos: sluice::encode::change::RowPos {
+            source_ts_us: meta.ts_us,
             pos: 1234,
             row: 0,
             total_order: 1,

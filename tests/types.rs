@@ -25,7 +25,7 @@ fn oracle(c: &Col) -> String {
         Fam::Int | Fam::Decimal | Fam::Str | Fam::Enum | Fam::Set => format!("CAST({n} AS CHAR)"),
         Fam::Float | Fam::Double => n.to_string(),
         Fam::Bit1 | Fam::Bits => format!("CAST({n} + 0 AS CHAR)"),
-        Fam::Bin => format!("HEX({n})"),
+        Fam::Bin | Fam::FloatVec => format!("HEX({n})"),
         Fam::Json => format!("CAST({n} AS CHAR)"),
         Fam::Date => format!("CAST(DATEDIFF({n}, '1970-01-01') AS CHAR)"),
         Fam::Time => format!(
@@ -115,6 +115,7 @@ fn canon_select(fam: Fam, v: &mysql_async::Value) -> J {
         | Fam::Enum
         | Fam::Bits
         | Fam::Bin
+        | Fam::FloatVec
         | Fam::Raw16
         | Fam::Uuid
         | Fam::Date
@@ -126,6 +127,17 @@ fn canon_select(fam: Fam, v: &mysql_async::Value) -> J {
             None => J::Null,
         },
     }
+}
+
+/// A JSON array of numbers as the hex of its little-endian `f32`s (a VECTOR's stored bytes).
+fn f32_hex(v: &J) -> String {
+    let items = v
+        .as_array()
+        .unwrap_or_else(|| panic!("a VECTOR array: {v}"));
+    hex(&items
+        .iter()
+        .flat_map(|x| (x.as_f64().expect("a number") as f32).to_le_bytes())
+        .collect::<Vec<u8>>())
 }
 
 fn hex(b: &[u8]) -> String {
@@ -194,6 +206,7 @@ pub fn canon_json(fam: Fam, v: &J) -> J {
             json!(n.to_string())
         }
         Fam::Bin | Fam::Raw16 => json!(hex(&b64(v.as_str().expect("base64")))),
+        Fam::FloatVec => json!(f32_hex(v)),
         Fam::Set => J::Array(
             v.as_str()
                 .expect("set string")
@@ -540,6 +553,13 @@ fn canon_avro(col: &Col, v: &apache_avro::types::Value) -> J {
         (Fam::Str | Fam::Enum | Fam::Uuid, A::String(s)) => json!(s),
         (Fam::Enum, A::Enum(_, s)) => json!(s),
         (Fam::Bin | Fam::Raw16, A::Bytes(b)) => json!(hex(b)),
+        (Fam::FloatVec, A::Array(items)) => json!(hex(&items
+            .iter()
+            .flat_map(|i| match i {
+                A::Float(f) => f.to_le_bytes(),
+                other => panic!("a VECTOR element {other:?}"),
+            })
+            .collect::<Vec<u8>>())),
         (Fam::Set, A::Array(items)) => J::Array(
             items
                 .iter()
@@ -627,6 +647,7 @@ fn canon_py(col: &Col, v: &J) -> J {
         Fam::Bit1 => v.clone(),
         Fam::Bits => json!(le_u64(&bytes(v))),
         Fam::Bin | Fam::Raw16 => json!(hex(&bytes(v))),
+        Fam::FloatVec => json!(f32_hex(v)),
         Fam::Set => v.clone(),
         Fam::Json => serde_json::from_str(v.as_str().expect("json text")).expect("JSON parses"),
         Fam::Date => json!((iso_local(v.as_str().expect("date")) / 86_400_000_000).to_string()),

@@ -108,13 +108,7 @@ impl TableSchema {
                 "point" => ColumnKind::Point,
                 "geometry" | "linestring" | "polygon" | "multipoint" | "multilinestring"
                 | "multipolygon" | "geometrycollection" => ColumnKind::Geometry,
-                // MariaDB 11.7+ logs VECTOR(n) as VARBINARY(4n).
-                "vector" if flavor == ServerFlavor::MariaDb => ColumnKind::String {
-                    charset: BINARY_CHARSET,
-                    binary: true,
-                    fixed: false,
-                    max_bytes: u16::try_from(4 * arg(0, 0)).unwrap_or(u16::MAX),
-                },
+                // MariaDB 11.7+ logs VECTOR(n) as VARBINARY(4n): the same packed floats.
                 "vector" => ColumnKind::Vector {
                     dimensions: args.first().and_then(|&d| u32::try_from(d).ok()),
                 },

@@ -109,6 +109,9 @@ fn column_kind(col: &RawColumn, f: &ColumnFacts) -> Option<ColumnKind> {
             ColumnKind::Timestamp { fsp: col.fsp() }
         }
         RealType::Year => ColumnKind::Year,
+        RealType::VarChar { max_bytes } if f.vector && max_bytes % 4 == 0 => ColumnKind::Vector {
+            dimensions: f.dimensions.or(Some(u32::from(max_bytes / 4))),
+        },
         RealType::VarChar { max_bytes } => ColumnKind::String {
             charset,
             binary: charset == BINARY_CHARSET,

@@ -46,6 +46,9 @@ pub enum Fam {
     /// MariaDB INET6: the binlog does not name the type, so it arrives as its 16 stored bytes
     /// (hex), compared with the server's own binary form.
     Raw16,
+    /// VECTOR(n): an array of n floats (`io.debezium.data.FloatVector`), compared as the
+    /// little-endian `f32` bytes the server stores (hex).
+    FloatVec,
     /// MariaDB UUID: its text (`io.debezium.data.Uuid`), compared with the server's text.
     Uuid,
 }
@@ -306,7 +309,8 @@ pub fn matrix(flavor: Flavor) -> Vec<(&'static str, Vec<Col>)> {
         // What MariaDB 11.x changed: TIMESTAMP up to 2106-02-07 06:28:15.999999 UTC (11.5+,
         // 64-bit), collation ids above 255 in the TABLE_MAP (UCA-14 `*_uca1400_*`: 2304 for
         // utf8mb4, 2816 for utf16; NO PAD latin1 1032), VECTOR(n) (11.7+; the binlog logs it
-        // as VARBINARY(4n): its packed little-endian floats).
+        // as VARBINARY(4n): its packed little-endian floats, written as Debezium's
+        // FloatVector).
         tables.push((
             "maria11",
             vec![
@@ -348,7 +352,7 @@ pub fn matrix(flavor: Flavor) -> Vec<(&'static str, Vec<Col>)> {
                 col(
                     "vec",
                     "VECTOR(3)",
-                    Bin,
+                    FloatVec,
                     "Vec_FromText('[1,2.5,-3]')",
                     "Vec_FromText('[0,-0.125,1e30]')",
                 ),

@@ -108,6 +108,10 @@ impl RowDecoder {
                     Cell::Geometry { prefix }
                 }
                 (RealType::Vector { prefix }, ColumnKind::Vector { .. }) => Cell::Vector { prefix },
+                // MariaDB 11.7+: VECTOR(n) logged as VARBINARY(4n).
+                (RealType::VarChar { max_bytes }, ColumnKind::Vector { .. }) => Cell::Vector {
+                    prefix: if max_bytes < 256 { 1 } else { 2 },
+                },
                 (RealType::Enum { size }, ColumnKind::Enum { .. }) => Cell::Enum { size },
                 (RealType::Set { size }, ColumnKind::Set { .. }) => Cell::Set { size },
                 (RealType::Bit { bits }, ColumnKind::Bit { .. }) => Cell::Bit { bits },
