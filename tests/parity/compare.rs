@@ -493,7 +493,7 @@ pub fn report(out: &Outcome, flavor: &str, columns: &[Column]) -> (String, usize
     md.push_str("\n| envelope field | result | first difference | sluice | Debezium |\n");
     md.push_str("| --- | --- | --- | --- | --- |\n");
     for (field, t) in &out.envelope {
-        let v = verdict(t, flavor, None);
+        let v = verdict(t, flavor, Some(field));
         findings += usize::from(v == Verdict::Differs);
         let (at, s, d) = example_cells(t);
         let _ = writeln!(

@@ -11,7 +11,8 @@ use serde_json::Value;
 pub struct Deliberate {
     /// Flavors it applies to (`mariadb`, `mysql`); empty: both.
     pub flavors: &'static [&'static str],
-    /// The column's SQL type as the type matrix declares it.
+    /// The column's SQL type as the type matrix declares it, or an envelope field's path
+    /// (`txn_topic.ts_ms`).
     pub ty: &'static str,
     /// Why sluice differs.
     pub reason: &'static str,
@@ -118,6 +119,26 @@ fn zero_year(s: Option<&Value>, _d: Option<&Value>) -> bool {
     s.and_then(Value::as_i64) == Some(0)
 }
 
+/// Debezium 3.5 reads a MariaDB UUID in an UPDATE's before image one byte off: its text is
+/// the stored value's shifted right by one byte, `00` in front and the last byte lost. sluice
+/// writes the stored value (the server's own text), as in every other image.
+fn uuid_one_byte_off(s: Option<&Value>, d: Option<&Value>) -> bool {
+    let hex = |v: Option<&Value>| v.and_then(Value::as_str).map(|t| t.replace('-', ""));
+    match (hex(s), hex(d)) {
+        (Some(s), Some(d)) if s.len() == 32 && d.len() == 32 => d == format!("00{}", &s[..30]),
+        _ => false,
+    }
+}
+
+/// The transaction topic's `ts_ms`: Debezium's is earlier (seen on the first streamed BEGIN
+/// of a MariaDB run: an earlier event's time); sluice's is the transaction's own.
+fn debezium_earlier(s: Option<&Value>, d: Option<&Value>) -> bool {
+    match (s.and_then(Value::as_u64), d.and_then(Value::as_u64)) {
+        (Some(s), Some(d)) => d < s,
+        _ => false,
+    }
+}
+
 /// Every documented deliberate difference.
 pub const DELIBERATE: &[Deliberate] = &[
     Deliberate {
@@ -141,6 +162,20 @@ pub const DELIBERATE: &[Deliberate] = &[
                  value (no blanks after `,` and `:`, as Debezium's binlog reader does too); \
                  Debezium's snapshot passes on the server's `SELECT` rendering, with the blanks",
         fits: json_without_blanks,
+    },
+    Deliberate {
+        flavors: &["mariadb"],
+        ty: "UUID",
+        reason: "Debezium's error: its UPDATE before image reads a UUID one byte off (`00` \
+                 in front, the last byte lost); sluice writes the stored value, the server's text",
+        fits: uuid_one_byte_off,
+    },
+    Deliberate {
+        flavors: &["mariadb"],
+        ty: "txn_topic.ts_ms",
+        reason: "Debezium's side: the first streamed BEGIN carries an earlier event's time; \
+                 sluice's is the transaction's own",
+        fits: debezium_earlier,
     },
     Deliberate {
         flavors: &[],
@@ -210,4 +245,30 @@ fn a_snapshot_json_text_differs_deliberately_only_in_the_blanks_of_the_servers_r
         !fits(r#"{"a":1}"#, r#"{"a" : 1}"#),
         "only the server's blanks after `,` and `:`"
     );
+}
+
+#[test]
+fn a_uuid_differs_deliberately_only_when_debezium_read_it_one_byte_off() {
+    let s = |t: &str| Value::String(t.into());
+    let fits = |a: &str, b: &str| uuid_one_byte_off(Some(&s(a)), Some(&s(b)));
+    assert!(fits(
+        "123e4567-e89b-12d3-a456-426614174000",
+        "00123e45-67e8-9b12-d3a4-564266141740"
+    ));
+    assert!(!fits(
+        "123e4567-e89b-12d3-a456-426614174000",
+        "123e4567-e89b-12d3-a456-426614174000"
+    ));
+    assert!(!fits(
+        "123e4567-e89b-12d3-a456-426614174000",
+        "01123e45-67e8-9b12-d3a4-564266141740"
+    ));
+    assert!(!uuid_one_byte_off(None, Some(&s("00"))));
+}
+
+#[test]
+fn a_transaction_time_differs_deliberately_only_when_debeziums_is_earlier() {
+    assert!(debezium_earlier(Some(&json!(1000)), Some(&json!(999))));
+    assert!(!debezium_earlier(Some(&json!(1000)), Some(&json!(1001))));
+    assert!(!debezium_earlier(Some(&json!(1000)), None));
 }
