@@ -161,7 +161,7 @@ fn names_in(text: &str, place: &str) -> BTreeSet<&'static str> {
             metric_of(hit.as_str())
                 .unwrap_or_else(|| {
                     panic!(
-                        "{place}: `{}` is not in the metric catalogue (CATALOGUE; src/metrics.rs)",
+                        "{place}: `{}` is not in the metric catalogue (CATALOGUE; src/metrics/catalogue.rs)",
                         hit.as_str()
                     )
                 })
