@@ -45,7 +45,7 @@ pub struct LastError {
 /// The pipeline's status (`GET /status`).
 #[derive(Debug, Clone, Serialize)]
 pub struct Status {
-    /// One of [`STATES`].
+    /// One of [`STATES`](super::STATES).
     pub state: &'static str,
     /// The last transaction boundary the source handed to the sink (`gtid:…` / `file:…`).
     pub read_position: Option<String>,
