@@ -14,7 +14,7 @@ use serde::Serialize;
 use tokio::sync::watch;
 
 use crate::config::Config;
-use crate::metrics::{self, Status};
+use crate::metrics::{Metrics, Status};
 
 /// One included table as the pipeline writes it (`GET /tables`).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -76,16 +76,20 @@ pub struct Ops {
     config: serde_json::Value,
     tables: Mutex<Vec<TableInfo>>,
     max_lag_seconds: f64,
+    /// The pipeline's metrics, which its status and readiness are read from.
+    metrics: Arc<Metrics>,
 }
 
 impl Ops {
-    /// The handle of a pipeline run with `cfg`; `max_lag_seconds` is the readiness limit.
-    pub fn new(cfg: &Config, max_lag_seconds: f64) -> Arc<Ops> {
+    /// The handle of a pipeline run with `cfg` and counted in `metrics`; `max_lag_seconds` is
+    /// the readiness limit.
+    pub fn new(cfg: &Config, max_lag_seconds: f64, metrics: Arc<Metrics>) -> Arc<Ops> {
         Arc::new(Ops {
             paused: watch::channel(false).0,
             config: cfg.redacted_json(),
             tables: Mutex::new(Vec::new()),
             max_lag_seconds,
+            metrics,
         })
     }
 
@@ -140,13 +144,18 @@ impl Ops {
 
     /// The pipeline's status.
     pub fn status(&self) -> Status {
-        metrics::global().status()
+        self.metrics.status()
     }
 
     /// Whether the pipeline is ready.
     pub fn readiness(&self) -> Readiness {
-        let m = metrics::global();
+        let m = &self.metrics;
         readiness(m.state(), m.lag_seconds(), self.max_lag_seconds)
+    }
+
+    /// The pipeline's metrics.
+    pub fn metrics(&self) -> &Arc<Metrics> {
+        &self.metrics
     }
 }
 
@@ -176,7 +185,7 @@ mod tests {
         let Ok(cfg) = cfg else {
             panic!("config: {cfg:?}")
         };
-        let ops = Ops::new(&cfg, 60.0);
+        let ops = Ops::new(&cfg, 60.0, Arc::new(Metrics::new("t")));
         let rx = ops.paused_rx();
         assert!(ops.pause());
         assert!(!ops.pause());

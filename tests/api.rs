@@ -162,7 +162,11 @@ async fn operators_read_status_and_pause_and_resume_a_running_pipeline() {
     let url = |path: &str| format!("http://{addr}{path}");
     let table = format!("{}.t", p.db);
     let topics = vec![p.topic("t")];
-    let written = format!("sluice_events_written_total{{op=\"c\",table=\"{table}\"}}");
+    // Every series carries the pipeline's name (labels in name order).
+    let written = format!(
+        "sluice_events_written_total{{op=\"c\",pipeline=\"{}\",table=\"{table}\"}}",
+        p.name
+    );
 
     // A small workload: 5 rows in two source transactions.
     exec(

@@ -2,9 +2,9 @@
 //! starts it with file service discovery under `.data/prometheus/targets/`): every metric of
 //! the catalogue is exported; every expression of the Grafana dashboard returns data for this
 //! pipeline; and the figures are the pipeline's (the written-events counter equals the records
-//! a read_committed consumer reads from the table's topic). Both with a snapshot (start =
-//! "initial") and without one (start = "latest": the snapshot and dead-letter series exist at
-//! zero all the same).
+//! a read_committed consumer reads from the table's topic), each series labelled with the
+//! pipeline's name. Both with a snapshot (start = "initial") and without one (start =
+//! "latest": the snapshot and dead-letter series exist at zero all the same).
 
 mod support;
 
@@ -161,6 +161,16 @@ async fn prometheus_scrapes_what_the_pipeline_wrote() {
     for name in sluice::metrics::PROCESS_METRICS {
         assert!(text.contains(name), "{name} is not exported");
     }
+    // Every series of sluice's own carries the pipeline's name.
+    let pipeline_label = format!("pipeline=\"{}\"", p.name);
+    let own: Vec<&str> = text.lines().filter(|l| l.starts_with("sluice_")).collect();
+    assert!(own.len() > sluice::metrics::CATALOGUE.len(), "{text}");
+    for line in own {
+        assert!(
+            line.contains(&pipeline_label),
+            "{line} does not carry {pipeline_label}"
+        );
+    }
     for op in sluice::metrics::OPS {
         assert!(
             sample(
@@ -281,6 +291,7 @@ async fn prometheus_scrapes_what_the_pipeline_wrote() {
     .await;
     assert_eq!(state.len(), 1, "{state:?}");
     assert_eq!(state[0]["metric"]["state"], "streaming", "{state:?}");
+    assert_eq!(state[0]["metric"]["pipeline"], p.name.as_str(), "{state:?}");
     let lag = query(&format!("sluice_lag_seconds{{instance=\"{addr}\"}}")).await;
     let lag = lag.first().map(value_of).unwrap_or(f64::NAN);
     assert!((0.0..60.0).contains(&lag), "lag {lag}");
@@ -301,13 +312,17 @@ async fn prometheus_scrapes_what_the_pipeline_wrote() {
     drop(target);
 }
 
-/// The dashboard's expressions for this instance, with its variables filled in.
-fn dashboard_queries(addr: std::net::SocketAddr) -> Vec<String> {
+/// The dashboard's expressions for this instance and pipeline, with its variables filled in.
+fn dashboard_queries(addr: std::net::SocketAddr, pipeline: &str) -> Vec<String> {
     dashboard_exprs()
         .iter()
         .map(|e| {
             e.replace("$job", "sluice")
                 .replace("instance=~\"$instance\"", &format!("instance=\"{addr}\""))
+                .replace(
+                    "pipeline=~\"$pipeline\"",
+                    &format!("pipeline=\"{pipeline}\""),
+                )
                 .replace("$__rate_interval", "1m")
         })
         .collect()
@@ -320,7 +335,7 @@ async fn dashboard_has_data(addr: std::net::SocketAddr, p: &Pipeline) {
     let started = Instant::now();
     loop {
         let mut empty = Vec::new();
-        for q in dashboard_queries(addr) {
+        for q in dashboard_queries(addr, &p.name) {
             if query(&q).await.is_empty() {
                 empty.push(q);
             }
@@ -384,9 +399,9 @@ async fn a_pipeline_without_a_snapshot_exports_every_dashboard_series() {
     ];
     for name in per_table {
         assert_eq!(
-            sample(&text, name, &[("table", &table)]),
+            sample(&text, name, &[("pipeline", &p.name), ("table", &table)]),
             Some(0.0),
-            "{name} of {table} exists at 0 from the start:\n{text}"
+            "{name} of {table} exists at 0 from the start, labelled with its pipeline:\n{text}"
         );
     }
 

@@ -5,6 +5,8 @@
 //! - Every metric an expression or a description names is in [`CATALOGUE`], label names fit
 //!   the metric, counters are only read through `rate`/`increase`, and the dashboard shows
 //!   every metric of the catalogue.
+//! - Every sluice series carries `pipeline`: the dashboard filters by a `$pipeline` variable
+//!   and breaks down per target by pipeline too; the alerts keep the label and name it.
 //! - Every dashboard panel (rows' nested panels included) queries the provisioned Prometheus
 //!   datasource by its uid, and every expression parses (promtool, as recording rules).
 //! - `promtool check rules` and the rules' unit tests (`promtool test rules`) pass.
@@ -161,7 +163,7 @@ fn names_in(text: &str, place: &str) -> BTreeSet<&'static str> {
             metric_of(hit.as_str())
                 .unwrap_or_else(|| {
                     panic!(
-                        "{place}: `{}` is not in the metric catalogue (CATALOGUE; src/metrics.rs)",
+                        "{place}: `{}` is not in the metric catalogue (CATALOGUE; src/metrics/catalogue.rs)",
                         hit.as_str()
                     )
                 })
@@ -336,6 +338,27 @@ fn concrete(expr: &str) -> String {
         .replace("$__interval", "1m")
         .replace("$job", "sluice")
         .replace("$instance", ".*")
+        .replace("$pipeline", ".*")
+}
+
+/// Every selector of a sluice metric in `expr` (the `{...}` after its name), for the checks of
+/// the `pipeline` label.
+fn sluice_selectors(expr: &str) -> Vec<(&str, &str)> {
+    let re = Regex::new(r"\b(sluice_[a-z_]+)\{([^}]*)\}").unwrap();
+    re.captures_iter(expr)
+        .map(|c| {
+            let (name, inner) = (c.get(1).unwrap(), c.get(2).unwrap());
+            (name.as_str(), inner.as_str())
+        })
+        .collect()
+}
+
+/// The label lists of the `by`/`on` clauses of `expr`.
+fn groupings(expr: &str) -> Vec<Vec<String>> {
+    let re = Regex::new(r"\b(?:by|on)\s*\(([^)]*)\)").unwrap();
+    re.captures_iter(expr)
+        .map(|c| c[1].split(',').map(|l| l.trim().to_string()).collect())
+        .collect()
 }
 
 #[test]
@@ -424,6 +447,48 @@ fn dashboard_uses_the_catalogue_and_shows_all_of_it() {
     );
 }
 
+/// Every sluice series carries `pipeline`: the dashboard filters each selector by the
+/// `$pipeline` variable, and a `by`/`on` clause over sluice metrics that keeps `instance` (a
+/// per-target breakdown or match) keeps `pipeline` too, so two pipelines of one process never
+/// merge or collide.
+#[test]
+fn dashboard_selects_and_breaks_down_by_pipeline() {
+    let d = dashboard();
+    let names: Vec<&str> = d["templating"]["list"]
+        .as_array()
+        .expect("templating list")
+        .iter()
+        .filter_map(|v| v["name"].as_str())
+        .collect();
+    assert!(
+        names.contains(&"pipeline"),
+        "no variable pipeline: {names:?}"
+    );
+    for p in all_panels(d["panels"].as_array().expect("panels")) {
+        let place = format!("panel {:?}", p["title"].as_str().unwrap_or("?"));
+        for t in p["targets"].as_array().into_iter().flatten() {
+            let expr = str_at(t, "/expr", &place);
+            for (name, inner) in sluice_selectors(expr) {
+                assert!(
+                    inner.contains(r#"pipeline=~"$pipeline""#),
+                    "{place}: {name} is not filtered by pipeline=~\"$pipeline\": `{expr}`"
+                );
+            }
+            if sluice_selectors(expr).is_empty() {
+                continue;
+            }
+            for labels in groupings(expr) {
+                if labels.iter().any(|l| l == "instance") {
+                    assert!(
+                        labels.iter().any(|l| l == "pipeline"),
+                        "{place}: a breakdown by instance keeps pipeline: `{expr}`"
+                    );
+                }
+            }
+        }
+    }
+}
+
 #[test]
 fn dashboard_expressions_parse() {
     let d = dashboard();
@@ -478,7 +543,24 @@ fn alert_rules_use_the_catalogue_and_say_what_to_do() {
             let name = str_at(rule, "/alert", "rule");
             alerts.insert(name.to_string());
             let place = format!("alert {name}");
-            check_expr(str_at(rule, "/expr", &place), None, &place);
+            let expr = str_at(rule, "/expr", &place);
+            check_expr(expr, None, &place);
+            // An alert on sluice's series names its pipeline: its aggregations and matches
+            // keep the label, and its summary says which pipeline.
+            if !sluice_selectors(expr).is_empty() {
+                for labels in groupings(expr) {
+                    assert!(
+                        labels.iter().any(|l| l == "pipeline"),
+                        "{place}: `by`/`on` ({}) drops the label pipeline: `{expr}`",
+                        labels.join(", ")
+                    );
+                }
+                let summary = str_at(rule, "/annotations/summary", &place);
+                assert!(
+                    summary.contains("$labels.pipeline"),
+                    "{place}: the summary names no pipeline: {summary}"
+                );
+            }
             let severity = str_at(rule, "/labels/severity", &place);
             assert!(
                 ["warning", "critical"].contains(&severity),

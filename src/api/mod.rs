@@ -174,16 +174,24 @@ pub struct ApiState {
     control: SnapshotControl,
     ops: Arc<Ops>,
     token: Option<Secret<String>>,
+    metrics: prometheus::Registry,
 }
 
 impl ApiState {
     /// State for `control` and `ops`; `token` (when `Some` and not empty) is required by the
-    /// mutating endpoints.
-    pub fn new(control: SnapshotControl, ops: Arc<Ops>, token: Option<String>) -> Self {
+    /// mutating endpoints; `metrics` is the registry `GET /metrics` renders (the process's,
+    /// `crate::metrics::registry`, which holds every pipeline's series).
+    pub fn new(
+        control: SnapshotControl,
+        ops: Arc<Ops>,
+        token: Option<String>,
+        metrics: prometheus::Registry,
+    ) -> Self {
         ApiState {
             control,
             ops,
             token: token.filter(|t| !t.is_empty()).map(Secret::new),
+            metrics,
         }
     }
 }
@@ -216,6 +224,8 @@ struct Shared {
     control: SnapshotControl,
     ops: Arc<Ops>,
     token: Option<Secret<String>>,
+    /// What `GET /metrics` renders.
+    metrics: prometheus::Registry,
     access: MutationAccess,
     listen: SocketAddr,
     in_flight: Semaphore,
@@ -277,6 +287,7 @@ pub async fn serve(
         control: state.control,
         ops: state.ops,
         token: state.token,
+        metrics: state.metrics,
         access,
         listen: addr,
         in_flight: Semaphore::new(MAX_IN_FLIGHT),
@@ -541,10 +552,10 @@ async fn tables(State(shared): State<Arc<Shared>>) -> Json<serde_json::Value> {
     Json(json!({ "tables": shared.ops.tables() }))
 }
 
-async fn metrics() -> Response {
+async fn metrics(State(shared): State<Arc<Shared>>) -> Response {
     (
         [(header::CONTENT_TYPE, METRICS_CONTENT_TYPE)],
-        crate::metrics::global().render(),
+        crate::metrics::render(&shared.metrics),
     )
         .into_response()
 }

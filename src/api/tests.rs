@@ -3,8 +3,8 @@
 //! belongs to a configuration no pipeline runs. Answers are checked against the schemas of
 //! `docs/openapi.yaml`.
 //!
-//! The pipeline state and lag are process-wide (`crate::metrics::global()`): only
-//! `readiness_follows_the_pipeline_state` changes them or asserts on them.
+//! Each server has its pipeline's metrics (pipeline `shop`) in a registry of its own, which
+//! its `GET /metrics` renders.
 
 use std::collections::BTreeSet;
 use std::sync::Arc;
@@ -87,6 +87,8 @@ struct Running {
     stop: watch::Sender<bool>,
     http: reqwest::Client,
     ops: Arc<Ops>,
+    /// The pipeline's metrics, registered in the server's registry while it runs.
+    _metrics: crate::metrics::Registration,
 }
 
 impl Running {
@@ -160,9 +162,16 @@ async fn start_with(control: SnapshotControl, listen: &str, token: Option<&str>)
 }
 
 async fn start_configured(control: SnapshotControl, cfg: ApiConfig) -> Running {
-    let ops = ops(cfg.ready_max_lag_seconds);
+    let registry = prometheus::Registry::new();
+    let metrics = crate::metrics::Metrics::register("shop", &registry).unwrap();
+    let ops = ops(cfg.ready_max_lag_seconds, metrics.metrics().clone());
     let (stop, stop_rx) = watch::channel(false);
-    let state = ApiState::new(control, ops.clone(), cfg.token().map(str::to_owned));
+    let state = ApiState::new(
+        control,
+        ops.clone(),
+        cfg.token().map(str::to_owned),
+        registry,
+    );
     let server = serve(&cfg, state, stop_rx).await.unwrap();
     assert_ne!(server.addr.port(), 0);
     let http = reqwest::Client::builder().no_proxy().build().unwrap();
@@ -171,11 +180,13 @@ async fn start_configured(control: SnapshotControl, cfg: ApiConfig) -> Running {
         stop,
         http,
         ops,
+        _metrics: metrics,
     }
 }
 
-/// The operators' handle of a pipeline configured with [`SOURCE_PASSWORD`] and an API token.
-fn ops(max_lag_seconds: f64) -> Arc<Ops> {
+/// The operators' handle of a pipeline configured with [`SOURCE_PASSWORD`] and an API token,
+/// counted in `metrics`.
+fn ops(max_lag_seconds: f64, metrics: Arc<crate::metrics::Metrics>) -> Arc<Ops> {
     let text = format!(
         "name = \"shop\"\n[source]\nurl = \"mysql://sluice:{SOURCE_PASSWORD}@127.0.0.1:3306\"\n\
          server_id = 7\ninclude = [\"shop\\\\..*\"]\n[kafka]\n\
@@ -183,7 +194,7 @@ fn ops(max_lag_seconds: f64) -> Arc<Ops> {
     );
     let cfg =
         crate::config::load_from_str(&text, Vec::new()).unwrap_or_else(|e| panic!("{e}\n{text}"));
-    Ops::new(&cfg, max_lag_seconds)
+    Ops::new(&cfg, max_lag_seconds, metrics)
 }
 
 fn error_text(v: &Value) -> &str {
@@ -367,10 +378,14 @@ async fn a_taken_port_is_a_definite_error_naming_the_setting() {
         ..ApiConfig::default()
     };
     let (_stop, rx) = watch::channel(false);
-    let e = serve(&cfg, ApiState::new(control, ops(60.0), None), rx)
-        .await
-        .err()
-        .unwrap();
+    let metrics = Arc::new(crate::metrics::Metrics::new("shop"));
+    let state = ApiState::new(
+        control,
+        ops(60.0, metrics),
+        None,
+        prometheus::Registry::new(),
+    );
+    let e = serve(&cfg, state, rx).await.err().unwrap();
     assert_eq!(e.kind(), crate::error::ErrorKind::Definite);
     let text = e.to_string();
     assert!(
@@ -550,7 +565,7 @@ async fn reading_endpoints_answer_as_documented() {
     assert!(
         text.contains("# TYPE sluice_build_info gauge")
             && text.contains(&format!(
-                "sluice_build_info{{version=\"{}\"}} 1",
+                "sluice_build_info{{pipeline=\"shop\",version=\"{}\"}} 1",
                 env!("CARGO_PKG_VERSION")
             )),
         "{text}"
@@ -684,11 +699,10 @@ async fn pause_and_resume_need_the_token() {
     assert_eq!(r.status().as_u16(), 200);
 }
 
-/// The only test that sets the process-wide pipeline state and lag.
 #[tokio::test]
 async fn readiness_follows_the_pipeline_state() {
     let api = start("127.0.0.1:0", None).await;
-    let m = crate::metrics::global();
+    let m = api.ops.metrics().clone();
     let now = crate::model::clock::now_ms();
     m.resumed_from(None, now);
 
@@ -716,7 +730,7 @@ async fn readiness_follows_the_pipeline_state() {
     assert_eq!(v["state"], "streaming", "{v}");
     let (_, _, text) = api.text("/metrics").await;
     assert!(
-        text.contains("sluice_pipeline_state{state=\"streaming\"} 1"),
+        text.contains("sluice_pipeline_state{pipeline=\"shop\",state=\"streaming\"} 1"),
         "{text}"
     );
 
@@ -1105,7 +1119,12 @@ fn the_schemas_fit_what_the_types_serialize() {
         })
         .unwrap(),
     );
-    check("Config", ops(60.0).config().clone());
+    check(
+        "Config",
+        ops(60.0, Arc::new(crate::metrics::Metrics::new("shop")))
+            .config()
+            .clone(),
+    );
     // Every state the metrics know is in the document's enum, and no other.
     assert_eq!(
         doc["components"]["schemas"]["State"]["enum"],

@@ -29,6 +29,8 @@ pub(super) struct Running<'a> {
     pub(super) stats: &'a Arc<SinkStats>,
     pub(super) inbox: &'a Inbox,
     pub(super) ops: &'a crate::ops::Ops,
+    /// The pipeline's metrics.
+    pub(super) metrics: &'a Arc<metrics::Metrics>,
     pub(super) options: RunOptions,
     pub(super) clock: &'a ShutdownClock,
     /// The run's shutdown signal (the attempt's stop signal also turns on a pause).
@@ -53,6 +55,7 @@ pub(super) async fn attempt(run: &Running<'_>, shutdown: watch::Receiver<bool>) 
         stats,
         inbox,
         ops,
+        metrics,
         options,
         clock,
         shutdown: _,
@@ -64,6 +67,7 @@ pub(super) async fn attempt(run: &Running<'_>, shutdown: watch::Receiver<bool>) 
         settings,
         rx,
         stats.clone(),
+        metrics.clone(),
         tokio::runtime::Handle::current(),
     );
     let opening = async { Ok(ready.await) };
@@ -82,10 +86,9 @@ pub(super) async fn attempt(run: &Running<'_>, shutdown: watch::Receiver<bool>) 
         }
     }
     if let Some(r) = &committed {
-        let m = metrics::global();
-        m.resumed_from(Some(&r.position), r.source_ts_ms);
+        metrics.resumed_from(Some(&r.position), r.source_ts_ms);
         if let Some(p) = &r.snapshot {
-            m.snapshot_progress(p);
+            metrics.snapshot_progress(p);
         }
     }
     if let Some(p) = committed.as_ref().and_then(|r| r.snapshot.as_ref()) {
@@ -170,10 +173,10 @@ pub(super) async fn attempt(run: &Running<'_>, shutdown: watch::Receiver<bool>) 
             None => tracing::info!(start = %start, "no committed offset; starting at source.start"),
         }
         let tables = table_infos(&resume.defs, router);
-        metrics::global().register_tables(tables.iter().map(|t| t.table.as_str()));
+        metrics.register_tables(tables.iter().map(|t| t.table.as_str()));
         ops.set_tables(tables);
         let snapshotting = resume.snapshot.as_ref().is_some_and(|p| !p.done());
-        metrics::global().set_state(if snapshotting {
+        metrics.set_state(if snapshotting {
             "snapshotting"
         } else {
             "streaming"

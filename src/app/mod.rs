@@ -50,16 +50,27 @@ pub async fn run_with(
     options: RunOptions,
 ) -> Result<()> {
     crate::mysql::query::set_timeout(cfg.source.query_timeout());
-    let router =
-        Arc::new(Router::new(&cfg).map_err(|e| Error::definite(format!("configuration: {e}")))?);
+    let router = Router::new(&cfg).map_err(|e| Error::definite(format!("configuration: {e}")))?;
     check_signal_table(&cfg, &router)?;
     let start = start_spec(&cfg)?;
+    // The pipeline's series, in the process's registry (what `GET /metrics` renders) until
+    // the run ends and `registration` is dropped.
+    let registration = metrics::Metrics::register(&cfg.name, metrics::registry()).map_err(|e| {
+        Error::definite(format!(
+            "the metrics of pipeline {:?} cannot be registered ({e}): does this process run \
+             a pipeline of that name already?",
+            cfg.name
+        ))
+    })?;
+    let m = registration.metrics().clone();
+    // Table contexts register their tables' series through the router.
+    let router = Arc::new(router.with_metrics(m.clone()));
     // Ad-hoc snapshot requests: the API holds the control, the stream the inbox. The control
     // lives as long as the run (with the API disabled too), so the inbox never sees its
     // senders gone while the pipeline runs.
     let (control, inbox) = crate::snapshot::adhoc::channel();
-    let ops = crate::ops::Ops::new(&cfg, cfg.api.ready_max_lag_seconds);
-    metrics::global().set_chunk_size(cfg.snapshot.chunk_size as u64);
+    let ops = crate::ops::Ops::new(&cfg, cfg.api.ready_max_lag_seconds, m.clone());
+    m.set_chunk_size(cfg.snapshot.chunk_size as u64);
     // the stream takes requests from here (wired separately)
     let (api_stop, api_stop_rx) = watch::channel(false);
     let api = if cfg.api.enabled {
@@ -67,6 +78,7 @@ pub async fn run_with(
             control.clone(),
             ops.clone(),
             cfg.api.token().map(str::to_owned),
+            metrics::registry().clone(),
         );
         Some(crate::api::serve(&cfg.api, state, api_stop_rx).await?)
     } else {
@@ -78,8 +90,8 @@ pub async fn run_with(
     let reporter = tokio::spawn(report(stats.clone()));
     let retention = tokio::spawn(crate::mysql::retention::watch(
         server::ConnectOptions::from_config(&cfg.source),
+        m.clone(),
     ));
-    let m = metrics::global();
     // Fixed at the shutdown request: bounds the sink's waits and the joins below.
     let clock = ShutdownClock::new(cfg.shutdown_timeout());
     tokio::spawn({
@@ -124,7 +136,7 @@ pub async fn run_with(
                         ran_for: began.elapsed(),
                         commits: 0,
                     };
-                    match wait_to_retry(&cfg, &mut backoff, health, e, &shutdown, &ops).await {
+                    match wait_to_retry(&cfg, &mut backoff, health, e, &shutdown, &ops, &m).await {
                         Ok(true) => continue,
                         Ok(false) => break Ok(()),
                         Err(e) => break Err(e),
@@ -142,6 +154,7 @@ pub async fn run_with(
             stats: &stats,
             inbox: &inbox,
             ops: &ops,
+            metrics: &m,
             options,
             clock: &clock,
             shutdown: &shutdown,
@@ -171,7 +184,7 @@ pub async fn run_with(
                         .load(Ordering::Relaxed)
                         .saturating_sub(commits_before),
                 };
-                match wait_to_retry(&cfg, &mut backoff, health, e, &shutdown, &ops).await {
+                match wait_to_retry(&cfg, &mut backoff, health, e, &shutdown, &ops, &m).await {
                     Ok(true) => {}
                     Ok(false) => break Ok(()),
                     Err(e) => break Err(e),
@@ -205,6 +218,7 @@ pub async fn run_with(
         api.join(clock.cut(API_SHUTDOWN_GRACE)).await;
     }
     drop(control);
+    drop(registration);
     result
 }
 
@@ -223,8 +237,8 @@ async fn wait_to_retry(
     e: Error,
     shutdown: &watch::Receiver<bool>,
     ops: &crate::ops::Ops,
+    m: &metrics::Metrics,
 ) -> Result<bool> {
-    let m = metrics::global();
     m.error("transient", &e.to_string());
     let reset = health.healthy(cfg.source.reconnect_backoff_max()) && backoff.failures() > 0;
     let (delay, failures) = match backoff.on_failure(health) {

@@ -7,11 +7,14 @@
 //! so `shop\..*` matches `shop.orders` but not `workshop.t`. Matching is
 //! case-sensitive; prefix a pattern with `(?i)` for case-insensitive matching.
 
+use std::sync::Arc;
+
 use regex::{Regex, RegexSet};
 
 use super::route_rules::RouteRules;
 use super::{Config, ConfigError, Format, OnSchemaChange, Problem};
 use crate::encode::avro::AvroOptions;
+use crate::metrics::Metrics;
 
 /// Schemas that are never captured unless `source.include_system_schemas = true`.
 pub const SYSTEM_SCHEMAS: &[&str] = &["mysql", "information_schema", "performance_schema", "sys"];
@@ -91,6 +94,10 @@ pub struct Router {
     include_system_schemas: bool,
     offsets_topic: String,
     routes: Vec<CompiledRoute>,
+    /// The metrics of the pipeline the router routes for, where the builders of table
+    /// contexts register a table's series ([`Router::with_metrics`]); `None` for a router
+    /// that only answers lookups (checks, tools, tests).
+    metrics: Option<Arc<Metrics>>,
 }
 
 impl Router {
@@ -160,7 +167,22 @@ impl Router {
             include_system_schemas: config.source.include_system_schemas,
             offsets_topic: config.offsets_topic(),
             routes,
+            metrics: None,
         })
+    }
+
+    /// The router of a running pipeline, which carries its metrics to whatever builds its
+    /// table contexts (the stream's table maps, the snapshot's reads).
+    pub fn with_metrics(self, metrics: Arc<Metrics>) -> Router {
+        Router {
+            metrics: Some(metrics),
+            ..self
+        }
+    }
+
+    /// The pipeline's metrics, when the router has them ([`Router::with_metrics`]).
+    pub fn metrics(&self) -> Option<&Arc<Metrics>> {
+        self.metrics.as_ref()
     }
 
     /// Whether changes to `db`.`table` are captured: system schemas

@@ -72,7 +72,9 @@ impl ConnectPrefixes {
 
 impl TableCtx {
     /// Builds the context: precomputes the JSON field names and, for Avro routes, derives the
-    /// Avro schemas. Errors are definite (a table shape the Avro schema cannot express).
+    /// Avro schemas. Errors are definite (a table shape the Avro schema cannot express). The
+    /// table's series are its builder's to register (the router carries the pipeline's
+    /// metrics: `crate::config::route::Router::metrics`).
     pub fn new(schema: Arc<TableSchema>, route: RouteTarget, key_idx: Vec<usize>) -> Result<Self> {
         let out = Projection::new(&schema, &key_idx, &route.rules)?;
         let json_names = out
@@ -103,9 +105,6 @@ impl TableCtx {
             ))
         });
         let label = format!("{}.{}", schema.db, schema.table);
-        // A table first seen while streaming (created after the start): its series exist from
-        // its first table map, before any of its records commit.
-        crate::metrics::global().register_tables([label.as_str()]);
         Ok(TableCtx {
             label,
             schema,

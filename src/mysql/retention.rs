@@ -19,13 +19,14 @@
 //! and manual `PURGE BINARY LOGS` are not predicted.
 
 use crate::mysql::query::Timed;
+use std::sync::Arc;
 use std::time::Duration;
 
 use mysql_async::prelude::Queryable;
 use mysql_async::Conn;
 
 use crate::error::Result;
-use crate::metrics;
+use crate::metrics::Metrics;
 use crate::mysql::server::ConnectOptions;
 
 /// How often the server's settings and binlog list are read.
@@ -103,9 +104,9 @@ async fn read_server(conn: &mut Conn) -> Result<(Option<Duration>, Option<u64>)>
     Ok((expiry(seconds, days, auto_purge), oldest))
 }
 
-/// Updates the retention metrics every [`EVERY`] until dropped; a failing read is logged and
-/// retried at the next tick (the last figures stay).
-pub async fn watch(connect: ConnectOptions) {
+/// Updates the retention metrics of `metrics` (the pipeline's) every [`EVERY`] until dropped; a
+/// failing read is logged and retried at the next tick (the last figures stay).
+pub async fn watch(connect: ConnectOptions, metrics: Arc<Metrics>) {
     let mut tick = tokio::time::interval(EVERY);
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     let mut conn: Option<Conn> = None;
@@ -123,10 +124,9 @@ pub async fn watch(connect: ConnectOptions) {
         let Some(c) = conn.as_mut() else { continue };
         match read_server(c).await {
             Ok((expire, oldest)) => {
-                let m = metrics::global();
-                let (file, ts) = m.committed_file_and_ts();
+                let (file, ts) = metrics.committed_file_and_ts();
                 let h = headroom(expire, file, oldest, ts, crate::model::clock::now_ms());
-                m.retention(expire, h);
+                metrics.retention(expire, h);
             }
             Err(e) => {
                 tracing::debug!(error = %e, "binlog retention: cannot read the server; retrying");

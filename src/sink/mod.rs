@@ -107,12 +107,13 @@ pub fn start(
     settings: SinkSettings,
     rx: crate::pipeline::ChangeReceiver,
     stats: Arc<SinkStats>,
+    metrics: Arc<metrics::Metrics>,
     rt: tokio::runtime::Handle,
 ) -> SinkHandle {
     let (ready_tx, ready) = oneshot::channel();
     let thread = std::thread::Builder::new()
         .name("sluice-sink".into())
-        .spawn(move || run(settings, rx, stats, rt, ready_tx))
+        .spawn(move || run(settings, rx, stats, metrics, rt, ready_tx))
         .unwrap_or_else(|e| {
             // Thread creation only fails when the OS is out of resources.
             std::thread::spawn(move || Err(Error::definite(format!("cannot start sink: {e}"))))
@@ -124,10 +125,11 @@ fn run(
     settings: SinkSettings,
     rx: crate::pipeline::ChangeReceiver,
     stats: Arc<SinkStats>,
+    metrics: Arc<metrics::Metrics>,
     rt: tokio::runtime::Handle,
     ready_tx: oneshot::Sender<Result<Committed>>,
 ) -> Result<()> {
-    let opened = Sink::open(settings, stats, &rt);
+    let opened = Sink::open(settings, stats, metrics, &rt);
     let mut sink = match opened {
         Ok((sink, committed)) => {
             let _ = ready_tx.send(Ok(committed));
@@ -173,6 +175,8 @@ struct Sink {
     /// refused.
     last_shape: HashMap<(String, String), Arc<TableCtx>>,
     stats: Arc<SinkStats>,
+    /// The pipeline's metrics.
+    metrics: Arc<metrics::Metrics>,
     records: Vec<Record>,
     /// A Kafka transaction is open (exactly-once) / a batch is open (at-least-once).
     kafka_open: bool,
@@ -240,6 +244,7 @@ impl Sink {
     fn open(
         s: SinkSettings,
         stats: Arc<SinkStats>,
+        metrics: Arc<metrics::Metrics>,
         rt: &tokio::runtime::Handle,
     ) -> Result<(Sink, Committed)> {
         let mut topics = Topics::new(&s.client, s.topics.clone())?;
@@ -306,6 +311,7 @@ impl Sink {
             producer,
             topics,
             stats,
+            metrics,
             records: Vec::with_capacity(16),
             kafka_open: false,
             kafka_started: Instant::now(),
@@ -450,7 +456,8 @@ impl Sink {
                         table.schema.db, table.schema.table, self.meta.file
                     )));
                 }
-                metrics::global().add_read(&table.label, counts::op_label(kind), rows.len() as u64);
+                self.metrics
+                    .add_read(&table.label, counts::op_label(kind), rows.len() as u64);
                 self.write_rows(&table, kind, &rows, pos, ts_us, marks)?;
                 self.check_txn_age()?;
             }
@@ -674,7 +681,7 @@ impl Sink {
             .commit_micros_total
             .fetch_add(micros, Ordering::Relaxed);
         self.stats.last_source_ts_ms.store(ts_ms, Ordering::Relaxed);
-        let m = metrics::global();
+        let m = &self.metrics;
         m.committed(&metrics::CommitStats {
             written: &self.counts.written,
             dead_letters: &self.counts.dead_letters,
@@ -730,7 +737,7 @@ impl Sink {
             match &outcome {
                 txn::Aborted::Done => {
                     self.stats.txns_aborted.fetch_add(1, Ordering::Relaxed);
-                    metrics::global().aborted();
+                    self.metrics.aborted();
                     tracing::info!(
                         reason,
                         records = self.kafka_records,
@@ -760,7 +767,7 @@ impl Sink {
     /// [`metrics::READ_POSITION_EVERY`].
     fn report_read(&mut self, cp: &Checkpoint) {
         if self.read_reported.elapsed() >= metrics::READ_POSITION_EVERY {
-            metrics::global().read_position(&cp.position);
+            self.metrics.read_position(&cp.position);
             self.read_reported = Instant::now();
         }
     }

@@ -65,6 +65,11 @@ impl Assembler {
                 let ctx = TableCtx::new(schema, target, key_idx).map_err(|e| {
                     e.context(format!("routing {db}.{table} ({})", self.at(start_pos)))
                 })?;
+                // A table first seen while streaming (created after the start): its series
+                // exist from its first table map, before any of its records commit.
+                if let Some(m) = self.router.metrics() {
+                    m.register_tables([ctx.label.as_str()]);
+                }
                 Some((Arc::new(ctx), decoder))
             }
         };

@@ -200,6 +200,9 @@ impl Snapshotter {
             TableCtx::new(schema.clone(), target, key_idx)
                 .map_err(|e| e.context(format!("routing the snapshot of {db}.{table}")))?,
         );
+        if let Some(m) = self.router.metrics() {
+            m.register_tables([ctx.label.as_str()]);
+        }
         self.contexts.insert(name, (schema.clone(), ctx.clone()));
         Ok(Some(ctx))
     }
