@@ -215,3 +215,19 @@ per_flavor!(
     wrong_password_is_a_clear_error_without_the_secret,
     purged_start_position_says_what_to_do,
 );
+
+/// A replication factor the cluster cannot meet (3 on the test bed's one broker) is definite:
+/// `run` stops by itself, naming the setting and the broker count. (The same refusal while a
+/// broker restarts, with enough brokers listed, is retried: `src/sink/topics.rs`.)
+#[test]
+fn a_replication_factor_above_the_brokers_names_the_setting() {
+    let p = Pipeline::new(MARIADB, "rf3", "");
+    write_config(&p, |t| {
+        t.replace("[kafka]", "[kafka]\nreplication_factor = 3")
+    });
+    assert_fails(
+        &p,
+        &["run"],
+        &["replication_factor` is 3", "lists 1 broker(s)"],
+    );
+}

@@ -187,8 +187,15 @@ impl Topics {
                              beforehand as the policy allows, or change `[kafka] partitions`, \
                              `replication_factor` and `topic_config` to fit the policy"
                         )),
-                        RDKafkaErrorCode::InvalidReplicationFactor
-                        | RDKafkaErrorCode::InvalidPartitions
+                        RDKafkaErrorCode::InvalidReplicationFactor => {
+                            let brokers = self.broker_count();
+                            replication_refused(
+                                &msg,
+                                self.settings.replication_factor,
+                                brokers,
+                            )
+                        }
+                        RDKafkaErrorCode::InvalidPartitions
                         | RDKafkaErrorCode::InvalidConfig
                         | RDKafkaErrorCode::InvalidTopic => Error::definite(format!(
                             "{msg}; check `[kafka] partitions`, `replication_factor` and `topic_config`"
@@ -202,6 +209,15 @@ impl Topics {
             tracing::info!(topic, partitions, "created topic");
         }
         Ok(())
+    }
+
+    /// How many brokers the cluster's metadata lists (None: the metadata request failed).
+    fn broker_count(&self) -> Option<usize> {
+        self.admin
+            .inner()
+            .fetch_metadata(None, self.timeout)
+            .ok()
+            .map(|md| md.brokers().len())
     }
 
     /// Makes sure the data topic exists (creating it when missing).
@@ -309,9 +325,62 @@ impl Topics {
     }
 }
 
+/// What a topic creation refused as `InvalidReplicationFactor` means. The controller counts
+/// only the brokers it sees as live and unfenced: right after a broker (re)starts that can be
+/// fewer than the metadata lists, even none, and the refusal passes once the broker has
+/// registered (seen in the chaos run: a sluice started during a broker restart stopped with
+/// exit 1). So the refusal is transient when the cluster lists at least `replication_factor`
+/// brokers (or the count is unknown), and definite — the setting cannot be met — when it
+/// lists fewer; a broker-default factor (-1) cannot be judged and stays definite.
+fn replication_refused(msg: &str, replication_factor: i32, brokers: Option<usize>) -> Error {
+    let wanted = usize::try_from(replication_factor).ok().filter(|&n| n > 0);
+    match (wanted, brokers) {
+        (Some(n), Some(have)) if have < n => Error::definite(format!(
+            "{msg}: `[kafka] replication_factor` is {n} but the cluster lists {have} broker(s);              set it to at most {have}"
+        )),
+        (Some(n), Some(have)) => Error::transient(format!(
+            "{msg}: the cluster lists {have} broker(s), enough for replication_factor={n}, so a              broker that just started is not yet counted as live; tried again"
+        )),
+        (Some(n), None) => Error::transient(format!(
+            "{msg}: the cluster's brokers could not be counted to check replication_factor={n};              tried again"
+        )),
+        (None, _) => Error::definite(format!(
+            "{msg}; check `[kafka] partitions`, `replication_factor` and `topic_config` (with              replication_factor = -1 the broker's `default.replication.factor` must not exceed              its live brokers)"
+        )),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::error::ErrorKind;
+
+    #[test]
+    fn a_refused_replication_factor_is_transient_only_while_the_brokers_suffice() {
+        let kind =
+            |rf, brokers| replication_refused("creating topic `t` failed", rf, brokers).kind();
+        assert_eq!(
+            kind(1, Some(1)),
+            ErrorKind::Transient,
+            "a restarting broker"
+        );
+        assert_eq!(kind(3, Some(3)), ErrorKind::Transient);
+        assert_eq!(kind(1, None), ErrorKind::Transient, "brokers unknown");
+        assert_eq!(
+            kind(3, Some(1)),
+            ErrorKind::Definite,
+            "the setting cannot be met"
+        );
+        assert_eq!(
+            kind(-1, Some(3)),
+            ErrorKind::Definite,
+            "the broker's default"
+        );
+        let e = replication_refused("creating topic `t` failed", 3, Some(1)).to_string();
+        for part in ["replication_factor` is 3", "lists 1 broker(s)", "at most 1"] {
+            assert!(e.contains(part), "{part}: {e}");
+        }
+    }
 
     #[test]
     fn the_request_timeout_follows_socket_timeout_ms() {
