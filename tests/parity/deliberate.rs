@@ -28,7 +28,7 @@ impl PartialEq for Deliberate {
 }
 
 impl Deliberate {
-    /// Whether the entry covers column type `ty` on `flavor`.
+    /// Whether the entry covers column type (or envelope field path) `ty` on `flavor`.
     pub fn covers(&self, flavor: &str, ty: Option<&str>) -> bool {
         (self.flavors.is_empty() || self.flavors.contains(&flavor)) && ty == Some(self.ty)
     }
