@@ -113,10 +113,7 @@ async fn a_running_pipeline_serves_the_api() {
 #[test]
 fn snapshot_command_names_the_address_when_nothing_listens() {
     let p = Pipeline::new(MARIADB, "apicli", "");
-    let port = {
-        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-        l.local_addr().unwrap().port()
-    };
+    let port = support::reserved_port();
     p.edit_config(
         "listen = \"127.0.0.1:0\"",
         &format!("listen = \"127.0.0.1:{port}\""),

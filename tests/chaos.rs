@@ -146,7 +146,7 @@ async fn run_on_server(
         .unwrap_or_else(|| dir.path().to_path_buf());
     std::fs::create_dir_all(&out).expect("results folder");
     let dbproxy = chaos::db_proxy::DbProxy::start(flavor.port);
-    let api_port = chaos::free_port();
+    let api_port = support::reserved_port();
     let config = dir.path().join("sluice.toml");
     std::fs::write(
         &config,

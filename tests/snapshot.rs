@@ -418,10 +418,8 @@ fn adhoc_done(p: &Pipeline, request: &str) -> bool {
 /// parameters. Each id gets exactly one `r` record per snapshot that covers it.
 async fn adhoc_snapshots_by_signal_and_command(flavor: Flavor) {
     let n = 2000;
-    let api = std::net::TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .expect("a free port")
-        .port();
+    // Fixed across the SIGKILL and restart below.
+    let api = support::reserved_port();
     let p = Pipeline::new(
         flavor,
         "adhoc",

@@ -29,10 +29,7 @@ impl LateForwarder {
     pub fn start(target: &str, delay: Duration) -> LateForwarder {
         // A free port, released again: nothing listens on it until the delay has passed, so
         // connecting is refused as with a server that is down.
-        let port = TcpListener::bind("127.0.0.1:0")
-            .and_then(|l| l.local_addr())
-            .expect("a free port")
-            .port();
+        let port = super::reserved_port();
         let shared = Arc::new(Shared {
             stop: AtomicBool::new(false),
             listening: AtomicBool::new(false),

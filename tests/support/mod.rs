@@ -194,6 +194,27 @@ pub fn unique(prefix: &str) -> String {
     format!("{prefix}_{:x}", n & 0xffff_ffff)
 }
 
+/// A free TCP port on 127.0.0.1 that something will listen on later, or again after a restart
+/// (sluice's API across SIGKILLs, a server that comes up late). Chosen below the kernel's
+/// ephemeral range: a port from that range, once released, can be taken meanwhile as the local
+/// port of any outgoing connection (the test's own probes of that very port included, which on
+/// loopback can connect to themselves), and the later bind then fails with "address in use".
+pub fn reserved_port() -> u16 {
+    let ephemeral_low = std::fs::read_to_string("/proc/sys/net/ipv4/ip_local_port_range")
+        .ok()
+        .and_then(|s| s.split_whitespace().next()?.parse::<u16>().ok())
+        .unwrap_or(32768);
+    // The test bed's services listen below 20000.
+    let (lo, hi) = (20000u16, ephemeral_low.max(20001));
+    for _ in 0..1000 {
+        let port = lo + rand::random::<u16>() % (hi - lo);
+        if std::net::TcpListener::bind(("127.0.0.1", port)).is_ok() {
+            return port;
+        }
+    }
+    panic!("no free port in {lo}..{hi}, below the ephemeral range");
+}
+
 /// Workload size from the environment (small in CI, large in benchmarks).
 pub fn env_usize(name: &str, default: usize) -> usize {
     std::env::var(name)

@@ -289,14 +289,6 @@ impl Drop for ServiceGuard {
     }
 }
 
-/// A free loopback port (bound and released at once).
-pub fn free_port() -> u16 {
-    std::net::TcpListener::bind(("127.0.0.1", 0))
-        .and_then(|l| l.local_addr())
-        .map(|a| a.port())
-        .expect("a free port")
-}
-
 /// `GET /status` of sluice's API on `port`, or None (not answering within 1 s).
 pub fn status(port: u16) -> Option<serde_json::Value> {
     let addr = ([127, 0, 0, 1], port).into();
