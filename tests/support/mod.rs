@@ -388,7 +388,12 @@ format = "json"
         let child = sluice_command()
             .args(["run", "--config"])
             .arg(&self.config)
-            .env("SLUICE_LOG", "info")
+            // `SLUICE_TEST_LOG` (e.g. `info,rdkafka=debug` with
+            // `SLUICE_KAFKA_PROPERTY_DEBUG=msg,eos`) to look closer at a failing test.
+            .env(
+                "SLUICE_LOG",
+                std::env::var("SLUICE_TEST_LOG").unwrap_or_else(|_| "info".into()),
+            )
             .stdout(Stdio::null())
             .stderr(Stdio::from(
                 std::fs::OpenOptions::new()
