@@ -20,11 +20,7 @@ use super::assembler::{Assembler, XaReplay};
 use super::send::observed_send;
 use super::settings::SourceSettings;
 
-/// The server id the XA replay connection registers with: a second dump connection must not
-/// use the pipeline's own id (the server would drop the main stream). Documented in the README.
-pub fn replay_server_id(server_id: u32) -> u32 {
-    server_id ^ 0x4000_0000
-}
+pub use crate::config::replay_server_id;
 
 /// Reads a committed XA transaction's prepared group again, from its start up to its
 /// XA_PREPARE, over a second connection, and sends its rows. Returns whether a `Begin` was sent

@@ -47,6 +47,7 @@ pub mod kafka_security;
 mod limits;
 mod load;
 mod pipeline;
+pub mod process;
 mod props;
 pub mod route;
 mod route_config;
@@ -60,6 +61,8 @@ pub mod topics;
 mod transaction_metadata;
 mod validate;
 
+#[cfg(test)]
+mod process_tests;
 #[cfg(test)]
 mod route_rules_tests;
 #[cfg(test)]
@@ -84,5 +87,5 @@ pub use secret::{is_secret_key, redact_text, Secret, SourceUrl, UrlError};
 pub use shutdown::DEFAULT_SHUTDOWN_TIMEOUT_MS;
 pub use snapshot::{OnPurged, SnapshotConfig};
 use source::non_empty;
-pub use source::{SourceConfig, SslMode};
+pub use source::{replay_server_id, SourceConfig, SslMode};
 pub use transaction_metadata::TransactionMetadataConfig;

@@ -249,3 +249,10 @@ impl SourceConfig {
         Ok(())
     }
 }
+
+/// The server id the XA replay connection registers with: a second dump connection must not
+/// use the pipeline's own id (the server would drop the main stream). Documented in the
+/// README; the pipelines of one process must not collide on either id.
+pub fn replay_server_id(server_id: u32) -> u32 {
+    server_id ^ 0x4000_0000
+}
