@@ -8,7 +8,8 @@ use std::time::Duration;
 use clap::{Parser, Subcommand};
 use tokio::sync::watch;
 
-use sluice::config::Config;
+use sluice::config::process::Loaded;
+use sluice::config::{ApiConfig, Config};
 use sluice::error::{Error, ErrorKind};
 use sluice::shutdown::EXIT_UNFINISHED;
 
@@ -59,7 +60,8 @@ fn init_logs(format: LogFormat) {
 enum Cmd {
     /// Stream binlog changes into Kafka until SIGINT/SIGTERM.
     Run {
-        /// Path of the TOML configuration.
+        /// Path of the TOML configuration: a pipeline file, or a process file
+        /// (`pipelines = [...]`) running several pipelines.
         #[arg(long, short, env = "SLUICE_CONFIG")]
         config: PathBuf,
         /// With no committed offset, start at `source.start` even though the pipeline ran
@@ -71,7 +73,7 @@ enum Cmd {
     },
     /// Preflight: check the source and Kafka, report each item; non-zero exit on problems.
     Check {
-        /// Path of the TOML configuration.
+        /// Path of the TOML configuration (a process file: every pipeline is checked).
         #[arg(long, short, env = "SLUICE_CONFIG")]
         config: PathBuf,
     },
@@ -91,6 +93,9 @@ enum Cmd {
         /// Print the request's id and exit without following its progress.
         #[arg(long)]
         no_wait: bool,
+        /// The pipeline, when the configuration is a process file of several.
+        #[arg(long, value_name = "NAME")]
+        pipeline: Option<String>,
     },
     /// Show or set the committed source offset.
     Offsets {
@@ -107,6 +112,9 @@ enum OffsetsCmd {
         /// Path of the TOML configuration.
         #[arg(long, short, env = "SLUICE_CONFIG")]
         config: PathBuf,
+        /// The pipeline, when the configuration is a process file of several.
+        #[arg(long, value_name = "NAME")]
+        pipeline: Option<String>,
     },
     /// Fence any running instance, then commit a new position (e.g. after a purged binlog).
     Set {
@@ -116,6 +124,9 @@ enum OffsetsCmd {
         /// `gtid:<set>`, `gtid:<list>` or `file:<name>:<pos>`.
         #[arg(long)]
         position: String,
+        /// The pipeline, when the configuration is a process file of several.
+        #[arg(long, value_name = "NAME")]
+        pipeline: Option<String>,
     },
 }
 
@@ -194,17 +205,65 @@ fn start_watchdog(timeout: Duration) {
     }
 }
 
-fn load(path: &std::path::Path) -> Result<Config, Error> {
-    Config::load(path).map_err(Error::definite_from)
+fn load(path: &std::path::Path) -> Result<Loaded, Error> {
+    sluice::config::process::load_any(path).map_err(Error::definite_from)
+}
+
+/// One pipeline of the configuration at `path`, and the API it is served on: the file's own
+/// pipeline, or, in a process file, the one named `pipeline` (which may be left out when
+/// the process runs only one).
+fn load_one(path: &std::path::Path, pipeline: Option<&str>) -> Result<(Config, ApiConfig), Error> {
+    match load(path)? {
+        Loaded::Single(cfg) => match pipeline {
+            Some(name) if name != cfg.name => Err(Error::definite(format!(
+                "--pipeline {name:?}: `{}` is the file of pipeline {:?} only; leave --pipeline                  out, or pass the process file that runs {name:?}",
+                path.display(),
+                cfg.name
+            ))),
+            _ => {
+                let api = cfg.api.clone();
+                Ok((*cfg, api))
+            }
+        },
+        Loaded::Process(p) => {
+            let names: Vec<&str> = p.pipelines.iter().map(|(_, c)| c.name.as_str()).collect();
+            let found = match pipeline {
+                Some(name) => p.pipelines.iter().find(|(_, c)| c.name == name),
+                None if p.pipelines.len() == 1 => p.pipelines.first(),
+                None => {
+                    return Err(Error::definite(format!(
+                        "`{}` is a process file of {} pipelines ({}): name one with                          --pipeline NAME",
+                        path.display(),
+                        names.len(),
+                        names.join(", ")
+                    )))
+                }
+            };
+            match found {
+                Some((_, cfg)) => Ok((cfg.clone(), p.settings.api.clone())),
+                None => Err(Error::definite(format!(
+                    "--pipeline {:?}: the process file `{}` runs no such pipeline; its                      pipelines are {}",
+                    pipeline.unwrap_or_default(),
+                    path.display(),
+                    names.join(", ")
+                ))),
+            }
+        }
+    }
 }
 
 async fn dispatch(cli: Cli) -> Result<ExitCode, Error> {
     match cli.cmd {
         Cmd::Run { config, start_over } => {
-            let cfg = load(&config)?;
-            tracing::info!(name = %cfg.name, delivery = %cfg.delivery, config = %cfg.redacted_json(), "starting");
+            let loaded = load(&config)?;
+            let timeout = match &loaded {
+                Loaded::Single(cfg) => {
+                    tracing::info!(name = %cfg.name, delivery = %cfg.delivery, config = %cfg.redacted_json(), "starting");
+                    cfg.shutdown_timeout()
+                }
+                Loaded::Process(p) => sluice::app::shutdown_timeout(p),
+            };
             let (tx, rx) = watch::channel(false);
-            let timeout = cfg.shutdown_timeout();
             tokio::spawn(async move {
                 wait_for_signal().await;
                 start_watchdog(timeout);
@@ -215,20 +274,32 @@ async fn dispatch(cli: Cli) -> Result<ExitCode, Error> {
                 let _ = tx.send(true);
             });
             let options = sluice::app::RunOptions { start_over };
-            sluice::app::run_with(cfg, rx, options).await?;
+            match loaded {
+                Loaded::Single(cfg) => sluice::app::run_with(*cfg, rx, options).await?,
+                Loaded::Process(p) => sluice::app::run_process(p, rx, options).await?,
+            }
             tracing::info!("stopped");
             Ok(ExitCode::SUCCESS)
         }
         Cmd::Check { config } => {
-            let cfg = load(&config)?;
-            let items = sluice::app::preflight(&cfg).await?;
+            let pipelines = match load(&config)? {
+                Loaded::Single(cfg) => vec![*cfg],
+                Loaded::Process(p) => p.pipelines.into_iter().map(|(_, c)| c).collect(),
+            };
+            let several = pipelines.len() > 1;
             let mut bad = 0;
-            for i in &items {
-                match &i.problem {
-                    None => println!("ok       {:<20} {}", i.name, i.detail),
-                    Some(p) => {
-                        bad += 1;
-                        println!("PROBLEM  {:<20} {}\n         {p}", i.name, i.detail);
+            for cfg in &pipelines {
+                if several {
+                    println!("== pipeline {}", cfg.name);
+                }
+                let items = sluice::app::preflight(cfg).await?;
+                for i in &items {
+                    match &i.problem {
+                        None => println!("ok       {:<20} {}", i.name, i.detail),
+                        Some(p) => {
+                            bad += 1;
+                            println!("PROBLEM  {:<20} {}\n         {p}", i.name, i.detail);
+                        }
                     }
                 }
             }
@@ -245,19 +316,22 @@ async fn dispatch(cli: Cli) -> Result<ExitCode, Error> {
             tables,
             filter,
             no_wait,
+            pipeline,
         } => {
-            let cfg = load(&config)?;
+            let (cfg, api) = load_one(&config, pipeline.as_deref())?;
+            // The per-pipeline path when the process may run several.
+            let path_name = pipeline.is_some().then_some(cfg.name.as_str());
             let request = sluice::snapshot::adhoc::AdhocRequest {
                 tables,
                 filter,
                 id: None,
             };
-            sluice::api::client::snapshot_command(&cfg.api, request, !no_wait).await?;
+            sluice::api::client::snapshot_command(&api, request, !no_wait, path_name).await?;
             Ok(ExitCode::SUCCESS)
         }
         Cmd::Offsets { cmd } => match cmd {
-            OffsetsCmd::Show { config } => {
-                let cfg = load(&config)?;
+            OffsetsCmd::Show { config, pipeline } => {
+                let (cfg, _) = load_one(&config, pipeline.as_deref())?;
                 let rec = tokio::task::spawn_blocking(move || show_offset(&cfg))
                     .await
                     .map_err(Error::definite_from)??;
@@ -273,8 +347,12 @@ async fn dispatch(cli: Cli) -> Result<ExitCode, Error> {
                 }
                 Ok(ExitCode::SUCCESS)
             }
-            OffsetsCmd::Set { config, position } => {
-                let cfg = load(&config)?;
+            OffsetsCmd::Set {
+                config,
+                position,
+                pipeline,
+            } => {
+                let (cfg, _) = load_one(&config, pipeline.as_deref())?;
                 let pos = sluice::sink::offsets::parse_operator_position(&position)?;
                 let shown = pos.to_string();
                 tokio::task::spawn_blocking(move || {

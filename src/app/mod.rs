@@ -7,7 +7,8 @@
 //! committed offset after a capped exponential backoff. A definite or fenced error stops.
 //!
 //! In files: `settings` (what the stages are given, from the configuration), `checks` (the
-//! preflight), `attempt` (one attempt); this file holds the run and its retry loop.
+//! preflight), `attempt` (one attempt), `process` (several pipelines in one process); this
+//! file holds a pipeline's run and its retry loop.
 
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
@@ -28,9 +29,11 @@ use crate::sink::SinkStats;
 
 mod attempt;
 mod checks;
+mod process;
 mod settings;
 use attempt::{attempt, Running};
 pub use checks::preflight;
+pub use process::{run_process, shutdown_timeout};
 pub use settings::{client_config, committed_read_timeout, sink_settings, start_spec, RunOptions};
 
 /// Runs the pipeline until a shutdown signal or a definite error.
@@ -43,25 +46,76 @@ pub async fn run(cfg: Config, shutdown: watch::Receiver<bool>) -> Result<()> {
     run_with(cfg, shutdown, RunOptions::default()).await
 }
 
-/// [`run`] with options.
+/// [`run`] with options: one pipeline, with its own API (`[api]` of its file).
 pub async fn run_with(
     cfg: Config,
     shutdown: watch::Receiver<bool>,
     options: RunOptions,
 ) -> Result<()> {
     crate::mysql::query::set_timeout(cfg.source.query_timeout());
-    let router = Router::new(&cfg).map_err(|e| Error::definite(format!("configuration: {e}")))?;
-    check_signal_table(&cfg, &router)?;
-    let start = start_spec(&cfg)?;
-    // The pipeline's series, in the process's registry (what `GET /metrics` renders) until
-    // the run ends and `registration` is dropped.
-    let registration = metrics::Metrics::register(&cfg.name, metrics::registry()).map_err(|e| {
-        Error::definite(format!(
-            "the metrics of pipeline {:?} cannot be registered ({e}): does this process run \
-             a pipeline of that name already?",
-            cfg.name
-        ))
-    })?;
+    let directory = crate::api::Pipelines::new();
+    let (api_stop, api_stop_rx) = watch::channel(false);
+    let api = serve_api(&cfg.api, &directory, api_stop_rx).await?;
+    // Requested with the shutdown signal: the API's last requests get what is left of
+    // `shutdown_timeout_ms` after the pipeline stopped, never more.
+    let clock = requested_on(&shutdown, ShutdownClock::new(cfg.shutdown_timeout()));
+    let ready_max_lag = cfg.api.ready_max_lag_seconds;
+    let end = run_pipeline(cfg, shutdown, options, &directory, ready_max_lag).await;
+    let _ = api_stop.send(true);
+    if let Some(api) = api {
+        api.join(clock.cut(API_SHUTDOWN_GRACE)).await;
+    }
+    drop(end.registration);
+    end.result
+}
+
+/// Serves the API of `cfg` over the pipelines of `directory` (`None`: `api.enabled = false`).
+pub(crate) async fn serve_api(
+    cfg: &crate::config::ApiConfig,
+    directory: &crate::api::Pipelines,
+    stop: watch::Receiver<bool>,
+) -> Result<Option<crate::api::ApiServer>> {
+    if !cfg.enabled {
+        tracing::info!("api disabled (api.enabled = false)");
+        return Ok(None);
+    }
+    let state = crate::api::ApiState::new(
+        directory.clone(),
+        cfg.token().map(str::to_owned),
+        metrics::registry().clone(),
+    );
+    Ok(Some(crate::api::serve(cfg, state, stop).await?))
+}
+
+/// How a pipeline's run ended, and its series: kept registered by a process that runs
+/// several pipelines (a stopped pipeline stays visible in `/metrics`), dropped by a single
+/// run.
+pub(crate) struct PipelineEnd {
+    /// The run's result.
+    pub result: Result<()>,
+    /// The pipeline's metrics registration (`None` when registering failed).
+    pub registration: Option<metrics::Registration>,
+}
+
+/// Runs one pipeline until a shutdown signal or a definite error; its API handle is put in
+/// `directory` (served by the caller's listener). The query timeout is the caller's to set.
+pub(crate) async fn run_pipeline(
+    cfg: Config,
+    shutdown: watch::Receiver<bool>,
+    options: RunOptions,
+    directory: &crate::api::Pipelines,
+    ready_max_lag_seconds: f64,
+) -> PipelineEnd {
+    let prepared = match prepare(&cfg) {
+        Ok(p) => p,
+        Err(e) => {
+            return PipelineEnd {
+                result: Err(e),
+                registration: None,
+            }
+        }
+    };
+    let (router, start, registration) = prepared;
     let m = registration.metrics().clone();
     // Table contexts register their tables' series through the router.
     let router = Arc::new(router.with_metrics(m.clone()));
@@ -69,22 +123,15 @@ pub async fn run_with(
     // lives as long as the run (with the API disabled too), so the inbox never sees its
     // senders gone while the pipeline runs.
     let (control, inbox) = crate::snapshot::adhoc::channel();
-    let ops = crate::ops::Ops::new(&cfg, cfg.api.ready_max_lag_seconds, m.clone());
+    let ops = crate::ops::Ops::new(&cfg, ready_max_lag_seconds, m.clone());
     m.set_chunk_size(cfg.snapshot.chunk_size as u64);
-    // the stream takes requests from here (wired separately)
-    let (api_stop, api_stop_rx) = watch::channel(false);
-    let api = if cfg.api.enabled {
-        let state = crate::api::ApiState::new(
-            control.clone(),
-            ops.clone(),
-            cfg.api.token().map(str::to_owned),
-            metrics::registry().clone(),
-        );
-        Some(crate::api::serve(&cfg.api, state, api_stop_rx).await?)
-    } else {
-        tracing::info!("api disabled (api.enabled = false)");
-        None
-    };
+    directory.insert(
+        &cfg.name,
+        crate::api::PipelineHandle {
+            ops: ops.clone(),
+            control: control.clone(),
+        },
+    );
     let skip: SkipSet = SkipSet::default();
     let stats = Arc::new(SinkStats::default());
     let reporter = tokio::spawn(report(stats.clone()));
@@ -93,15 +140,7 @@ pub async fn run_with(
         m.clone(),
     ));
     // Fixed at the shutdown request: bounds the sink's waits and the joins below.
-    let clock = ShutdownClock::new(cfg.shutdown_timeout());
-    tokio::spawn({
-        let (clock, mut sd) = (clock.clone(), shutdown.clone());
-        async move {
-            if sd.wait_for(|s| *s).await.is_ok() {
-                clock.request();
-            }
-        }
-    });
+    let clock = requested_on(&shutdown, ShutdownClock::new(cfg.shutdown_timeout()));
     let mut backoff = Backoff::from_config(&cfg.source);
     // The preflight passed once: later attempts go straight to the sink and the source.
     let mut checked = false;
@@ -213,13 +252,41 @@ pub async fn run_with(
     retention.abort();
     reporter.abort();
     log_stats(&stats);
-    let _ = api_stop.send(true);
-    if let Some(api) = api {
-        api.join(clock.cut(API_SHUTDOWN_GRACE)).await;
-    }
     drop(control);
-    drop(registration);
-    result
+    PipelineEnd {
+        result,
+        registration: Some(registration),
+    }
+}
+
+/// `clock`, requested (its budget fixed) when `shutdown` turns true.
+pub(crate) fn requested_on(shutdown: &watch::Receiver<bool>, clock: ShutdownClock) -> ShutdownClock {
+    tokio::spawn({
+        let (clock, mut sd) = (clock.clone(), shutdown.clone());
+        async move {
+            if sd.wait_for(|s| *s).await.is_ok() {
+                clock.request();
+            }
+        }
+    });
+    clock
+}
+
+/// What a pipeline needs before it runs, from its configuration alone: its router, start and
+/// metrics registration. Problems here stop the pipeline at once.
+fn prepare(cfg: &Config) -> Result<(Router, crate::position::StartSpec, metrics::Registration)> {
+    let router = Router::new(cfg).map_err(|e| Error::definite(format!("configuration: {e}")))?;
+    check_signal_table(cfg, &router)?;
+    let start = start_spec(cfg)?;
+    // The pipeline's series, in the process's registry (what `GET /metrics` renders) until
+    // the registration is dropped.
+    let registration = metrics::Metrics::register(&cfg.name, metrics::registry()).map_err(|e| {
+        Error::definite(format!(
+            "the metrics of pipeline {:?} cannot be registered ({e}): does this process run              a pipeline of that name already?",
+            cfg.name
+        ))
+    })?;
+    Ok((router, start, registration))
 }
 
 /// The preflight of `sluice run`: every check, then [`preflight::verdict`].
