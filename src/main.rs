@@ -252,7 +252,7 @@ async fn dispatch(cli: Cli) -> Result<ExitCode, Error> {
                 filter,
                 id: None,
             };
-            sluice::api::client::snapshot_command(&cfg.api, request, !no_wait).await?;
+            sluice::api::client::snapshot_command(&cfg.api, request, !no_wait, None).await?;
             Ok(ExitCode::SUCCESS)
         }
         Cmd::Offsets { cmd } => match cmd {

@@ -74,9 +74,16 @@ pub async fn run_with(
     // the stream takes requests from here (wired separately)
     let (api_stop, api_stop_rx) = watch::channel(false);
     let api = if cfg.api.enabled {
+        let pipelines = crate::api::Pipelines::new();
+        pipelines.insert(
+            &cfg.name,
+            crate::api::PipelineHandle {
+                ops: ops.clone(),
+                control: control.clone(),
+            },
+        );
         let state = crate::api::ApiState::new(
-            control.clone(),
-            ops.clone(),
+            pipelines,
             cfg.api.token().map(str::to_owned),
             metrics::registry().clone(),
         );
