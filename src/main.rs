@@ -276,7 +276,7 @@ async fn dispatch(cli: Cli) -> Result<ExitCode, Error> {
             let options = sluice::app::RunOptions { start_over };
             match loaded {
                 Loaded::Single(cfg) => sluice::app::run_with(*cfg, rx, options).await?,
-                Loaded::Process(p) => sluice::app::run_process(p, rx, options).await?,
+                Loaded::Process(p) => sluice::app::run_process(*p, rx, options).await?,
             }
             tracing::info!("stopped");
             Ok(ExitCode::SUCCESS)

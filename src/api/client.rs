@@ -1,6 +1,7 @@
 //! `sluice snapshot`: asks a running `sluice run` for an ad-hoc snapshot over its API
-//! (`POST /snapshots`), prints the request's id, then follows the request's entries in
-//! `GET /snapshots` with a progress line on stderr until they are all done.
+//! (`POST /snapshots`, or `POST /pipelines/{name}/snapshots` for one of several pipelines),
+//! prints the request's id, then follows the request's entries in `GET /snapshots` (or
+//! `GET /pipelines/{name}/snapshots`) with a progress line on stderr until they are all done.
 //!
 //! The arithmetic of the progress line (rows/s over a sliding window, percent, ETA, the text)
 //! is in pure functions.
@@ -10,6 +11,7 @@ use std::io::{IsTerminal, Write};
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
 use std::time::{Duration, Instant};
 
+use percent_encoding::{utf8_percent_encode, AsciiSet, NON_ALPHANUMERIC};
 use serde::de::DeserializeOwned;
 use serde::Deserialize;
 
@@ -33,10 +35,20 @@ const GET_TIMEOUT: Duration = Duration::from_secs(10);
 /// Window over which rows/s is measured.
 pub const RATE_WINDOW: Duration = Duration::from_secs(10);
 
+/// Characters escaped in a pipeline name used as a path segment: all but `A-Za-z0-9-._~`.
+const PATH_SEGMENT: &AsciiSet = &NON_ALPHANUMERIC
+    .remove(b'-')
+    .remove(b'.')
+    .remove(b'_')
+    .remove(b'~');
+
 /// A client of one sluice API.
 pub struct Client {
     http: reqwest::Client,
     base: String,
+    /// The path of the snapshot endpoints: `/snapshots`, or `/pipelines/{name}/snapshots`
+    /// (see [`Client::for_pipeline`]).
+    snapshots: String,
     addr: SocketAddr,
     token: Option<Secret<String>>,
 }
@@ -86,6 +98,7 @@ impl Client {
         Ok(Client {
             http,
             base: format!("http://{addr}"),
+            snapshots: "/snapshots".to_string(),
             addr,
             token: token.filter(|t| !t.is_empty()).map(Secret::new),
         })
@@ -96,13 +109,27 @@ impl Client {
         self.addr
     }
 
-    /// `POST /snapshots`.
+    /// This client for pipeline `name` (`Some`): the snapshot endpoints become
+    /// `/pipelines/{name}/snapshots` (the name percent-encoded). With `None` they stay
+    /// `/snapshots`, which serves the only pipeline of a process.
+    pub fn for_pipeline(mut self, name: Option<&str>) -> Client {
+        self.snapshots = match name {
+            Some(name) => {
+                let name = utf8_percent_encode(name, PATH_SEGMENT);
+                format!("/pipelines/{name}/snapshots")
+            }
+            None => "/snapshots".to_string(),
+        };
+        self
+    }
+
+    /// `POST /snapshots` (or `/pipelines/{name}/snapshots`).
     pub async fn request(&self, request: &AdhocRequest) -> Result<Accepted> {
         let body = serde_json::to_vec(request)
             .map_err(|e| Error::definite(format!("cannot encode the request: {e}")))?;
         let mut builder = self
             .http
-            .post(format!("{}/snapshots", self.base))
+            .post(format!("{}{}", self.base, self.snapshots))
             .header(reqwest::header::CONTENT_TYPE, "application/json")
             // The server waits for the stream at most twice REQUEST_TIMEOUT.
             .timeout(REQUEST_TIMEOUT * 2 + Duration::from_secs(10))
@@ -110,10 +137,12 @@ impl Client {
         if let Some(token) = &self.token {
             builder = builder.bearer_auth(token.expose());
         }
-        self.send(builder, "POST /snapshots").await
+        self.send(builder, &format!("POST {}", self.snapshots))
+            .await
     }
 
-    /// `GET /snapshots`: the snapshot progress (`None` before any snapshot).
+    /// `GET /snapshots` (or `/pipelines/{name}/snapshots`): the snapshot progress (`None`
+    /// before any snapshot).
     pub async fn progress(&self) -> Result<Option<SnapshotProgress>> {
         #[derive(Deserialize)]
         struct Answer {
@@ -121,9 +150,11 @@ impl Client {
         }
         let builder = self
             .http
-            .get(format!("{}/snapshots", self.base))
+            .get(format!("{}{}", self.base, self.snapshots))
             .timeout(GET_TIMEOUT);
-        let answer: Answer = self.send(builder, "GET /snapshots").await?;
+        let answer: Answer = self
+            .send(builder, &format!("GET {}", self.snapshots))
+            .await?;
         Ok(answer.snapshot)
     }
 
@@ -466,9 +497,16 @@ impl Display {
 }
 
 /// `sluice snapshot`: sends the request to the API of `cfg`, prints the id on stdout, then
-/// (with `wait`) shows the progress until the request's tables are all done.
-pub async fn snapshot_command(cfg: &ApiConfig, request: AdhocRequest, wait: bool) -> Result<()> {
-    let client = Client::from_config(cfg)?;
+/// (with `wait`) shows the progress until the request's tables are all done. With `pipeline`
+/// (`Some`) it asks pipeline `name` (`/pipelines/{name}/snapshots`), else the only pipeline
+/// of the process (`/snapshots`).
+pub async fn snapshot_command(
+    cfg: &ApiConfig,
+    request: AdhocRequest,
+    wait: bool,
+    pipeline: Option<&str>,
+) -> Result<()> {
+    let client = Client::from_config(cfg)?.for_pipeline(pipeline);
     let accepted = client.request(&request).await?;
     println!("{}", accepted.id);
     eprintln!(
@@ -644,6 +682,15 @@ mod tests {
         assert_eq!(duration(Duration::from_secs(7)), "7s");
         assert_eq!(duration(Duration::from_secs(125)), "2m05s");
         assert_eq!(duration(Duration::from_secs(3723)), "1h02m03s");
+    }
+
+    #[test]
+    fn a_pipeline_name_is_one_path_segment() {
+        let c = Client::new("127.0.0.1:8089".parse().unwrap(), None).unwrap();
+        assert_eq!(c.snapshots, "/snapshots");
+        let c = c.for_pipeline(Some("a b/c.d-e_f~g"));
+        assert_eq!(c.snapshots, "/pipelines/a%20b%2Fc.d-e_f~g/snapshots");
+        assert_eq!(c.for_pipeline(None).snapshots, "/snapshots");
     }
 
     #[test]

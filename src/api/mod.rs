@@ -1,18 +1,27 @@
 //! The HTTP API of `sluice run` (`[api]`, axum on the runtime the pipeline runs on).
 //!
+//! One listener serves every pipeline of the process: the directory [`Pipelines`] holds them
+//! by name. The paths about one pipeline exist twice: `/pipelines/{name}/...` acts on
+//! pipeline `name` (404 naming the pipelines when there is none of that name), and the
+//! single-pipeline paths (`/status`, `/pause`, ...) act on the only pipeline: with several
+//! they answer 409 naming them and the path to use, before the first started 503.
+//!
 //! | method and path | auth | answer |
 //! | --- | --- | --- |
 //! | `GET /healthz` | – | 200 `{"status":"ok"}` while the process serves requests |
-//! | `GET /readyz` | – | 200 [`Readiness`] when streaming (or snapshotting) within `api.ready_max_lag_seconds`; 503 with it (and its `reason`) otherwise |
+//! | `GET /readyz` | – | 200 [`Readiness`] when streaming (or snapshotting) within `api.ready_max_lag_seconds`; 503 with it (and its `reason`) otherwise. With several pipelines `{"ready": bool, "pipelines": {"<name>": Readiness}}`, 200 when every one is ready |
 //! | `GET /status` | – | 200 [`Status`] plus `"paused"`: whether a pause is requested |
 //! | `GET /config` | – | 200 the effective configuration, secrets as `***` |
 //! | `GET /tables` | – | 200 `{"tables": [TableInfo]}` (see [`TableInfo`]) |
-//! | `GET /metrics` | – | 200 the Prometheus text format (`crate::metrics`) |
+//! | `GET /metrics` | – | 200 the Prometheus text format (`crate::metrics`), every pipeline's series |
 //! | `POST /pause` | [`Mutating`] | 202 `{"paused":true,"changed":true}`; 200 with `"changed":false` when already paused |
 //! | `POST /resume` | [`Mutating`] | 202 `{"paused":false,"changed":true}`; 200 with `"changed":false` when not paused |
 //! | `POST /snapshots` | [`Mutating`] | an [`AdhocRequest`] (`{"tables":["db.t"],"where":"id > 10"}`) → 202 [`Accepted`]; 400 for a wrong request (unreadable JSON, unknown table, ...), 503 when the pipeline cannot take it now (also while paused) |
 //! | `GET /snapshots` | – | 200 `{"snapshot": <SnapshotProgress or null>}` |
 //! | `GET /openapi.yaml` | – | 200 the OpenAPI 3.0 document of this table (`docs/openapi.yaml`) |
+//! | `GET /pipelines` | – | 200 `{"pipelines": [{"name", "state", "paused"}]}`, sorted by name |
+//! | `GET /pipelines/{name}/status`, `.../readyz`, `.../config`, `.../tables`, `.../snapshots` | – | as the path without `/pipelines/{name}`, for pipeline `name` |
+//! | `POST /pipelines/{name}/pause`, `.../resume`, `.../snapshots` | [`Mutating`] | as the path without `/pipelines/{name}`, for pipeline `name` |
 //!
 //! Every error is JSON `{"error": "..."}` with a sentence saying what to do; unknown paths are
 //! 404, a known path with another method 405.
@@ -29,7 +38,8 @@
 //! [`ENDPOINTS`] is the one list of what the API serves: the router is built from it, the
 //! 404 and 405 answers name its entries, and the tests check it against the OpenAPI document
 //! (`docs/openapi.yaml`). A new endpoint is a new entry there (changing ones marked
-//! `mutating` and taking a [`Mutating`] argument) and in the document.
+//! `mutating` and taking a [`Mutating`] argument) and in the document; one about a pipeline
+//! takes the `Pipeline` extractor (`pipelines.rs`), which resolves both kinds of path.
 //!
 //! [`client`] is the other end: `sluice snapshot`.
 //!
@@ -38,18 +48,22 @@
 //! [`TableInfo`]: crate::ops::TableInfo
 //! [`Ops`]: crate::ops::Ops
 //! [`Accepted`]: crate::snapshot::adhoc::Accepted
+//! [`AdhocRequest`]: crate::snapshot::adhoc::AdhocRequest
 
 pub mod client;
 mod guard;
+mod handlers;
+mod pipelines;
 mod server;
 #[cfg(test)]
 mod tests;
+
+pub use pipelines::{PipelineHandle, Pipelines};
 
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
-use axum::extract::rejection::BytesRejection;
 use axum::extract::{DefaultBodyLimit, FromRequestParts, Request, State};
 use axum::http::request::Parts;
 use axum::http::{header, HeaderValue, StatusCode};
@@ -57,7 +71,6 @@ use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{on, MethodFilter, MethodRouter};
 use axum::{Json, Router};
-use serde::Serialize;
 use serde_json::json;
 use tokio::net::TcpListener;
 use tokio::sync::{watch, Semaphore};
@@ -65,8 +78,7 @@ use tokio::task::JoinHandle;
 
 use crate::config::{ApiConfig, Secret};
 use crate::error::{Error, Result};
-use crate::ops::Ops;
-use crate::snapshot::adhoc::{AdhocRequest, Rejected, SnapshotControl};
+use handlers::*;
 
 /// Largest request body accepted, in bytes.
 pub const MAX_BODY_BYTES: usize = 64 * 1024;
@@ -154,6 +166,31 @@ pub const ENDPOINTS: &[Endpoint] = &[
         on(m, request_snapshot)
     }),
     endpoint(Method::Get, "/openapi.yaml", false, |m| on(m, openapi)),
+    endpoint(Method::Get, "/pipelines", false, |m| on(m, pipelines)),
+    endpoint(Method::Get, "/pipelines/{name}/status", false, |m| {
+        on(m, status)
+    }),
+    endpoint(Method::Get, "/pipelines/{name}/readyz", false, |m| {
+        on(m, readyz)
+    }),
+    endpoint(Method::Get, "/pipelines/{name}/config", false, |m| {
+        on(m, config)
+    }),
+    endpoint(Method::Get, "/pipelines/{name}/tables", false, |m| {
+        on(m, tables)
+    }),
+    endpoint(Method::Post, "/pipelines/{name}/pause", true, |m| {
+        on(m, pause)
+    }),
+    endpoint(Method::Post, "/pipelines/{name}/resume", true, |m| {
+        on(m, resume)
+    }),
+    endpoint(Method::Get, "/pipelines/{name}/snapshots", false, |m| {
+        on(m, snapshot_progress)
+    }),
+    endpoint(Method::Post, "/pipelines/{name}/snapshots", true, |m| {
+        on(m, request_snapshot)
+    }),
 ];
 
 /// `GET /healthz, GET /readyz, ...`: the endpoints of [`ENDPOINTS`] for which `pick` holds.
@@ -166,30 +203,37 @@ fn endpoint_list(pick: impl Fn(&Endpoint) -> bool) -> String {
         .join(", ")
 }
 
-/// What the API serves from: the snapshot control (requests to the stream, its progress), the
-/// operators' handle (pause, resume, status, tables, configuration, readiness) and the token
-/// of the mutating endpoints.
+/// Whether the request path `path` is one of endpoint path `template`: the same segments, a
+/// `{parameter}` segment standing for any non-empty one.
+fn path_fits(template: &str, path: &str) -> bool {
+    let (mut t, mut p) = (template.split('/'), path.split('/'));
+    loop {
+        match (t.next(), p.next()) {
+            (None, None) => return true,
+            (Some(t), Some(p)) if t == p => {}
+            (Some(t), Some(p)) if t.starts_with('{') && t.ends_with('}') && !p.is_empty() => {}
+            _ => return false,
+        }
+    }
+}
+
+/// What the API serves from: the directory of the pipelines (each with its snapshot control
+/// and operators' handle) and the token of the mutating endpoints.
 #[derive(Clone)]
 pub struct ApiState {
-    control: SnapshotControl,
-    ops: Arc<Ops>,
+    pipelines: Pipelines,
     token: Option<Secret<String>>,
     metrics: prometheus::Registry,
 }
 
 impl ApiState {
-    /// State for `control` and `ops`; `token` (when `Some` and not empty) is required by the
-    /// mutating endpoints; `metrics` is the registry `GET /metrics` renders (the process's,
-    /// `crate::metrics::registry`, which holds every pipeline's series).
-    pub fn new(
-        control: SnapshotControl,
-        ops: Arc<Ops>,
-        token: Option<String>,
-        metrics: prometheus::Registry,
-    ) -> Self {
+    /// State for `pipelines` (shared: pipelines added or removed later are served too);
+    /// `token` (when `Some` and not empty) is required by the mutating endpoints; `metrics` is
+    /// the registry `GET /metrics` renders (the process's, `crate::metrics::registry`, which
+    /// holds every pipeline's series).
+    pub fn new(pipelines: Pipelines, token: Option<String>, metrics: prometheus::Registry) -> Self {
         ApiState {
-            control,
-            ops,
+            pipelines,
             token: token.filter(|t| !t.is_empty()).map(Secret::new),
             metrics,
         }
@@ -221,8 +265,8 @@ pub fn mutation_access(listen: &SocketAddr, token_set: bool) -> MutationAccess {
 }
 
 struct Shared {
-    control: SnapshotControl,
-    ops: Arc<Ops>,
+    /// The pipelines the requests act on.
+    pipelines: Pipelines,
     token: Option<Secret<String>>,
     /// What `GET /metrics` renders.
     metrics: prometheus::Registry,
@@ -284,8 +328,7 @@ pub async fn serve(
     })?;
     let access = mutation_access(&listen, state.token.is_some());
     let shared = Arc::new(Shared {
-        control: state.control,
-        ops: state.ops,
+        pipelines: state.pipelines,
         token: state.token,
         metrics: state.metrics,
         access,
@@ -512,145 +555,4 @@ async fn limit_in_flight(
         )
         .into_response(),
     }
-}
-
-async fn healthz() -> Json<serde_json::Value> {
-    Json(json!({ "status": "ok" }))
-}
-
-async fn readyz(State(shared): State<Arc<Shared>>) -> Response {
-    let readiness = shared.ops.readiness();
-    let status = if readiness.ready {
-        StatusCode::OK
-    } else {
-        StatusCode::SERVICE_UNAVAILABLE
-    };
-    (status, Json(readiness)).into_response()
-}
-
-/// `GET /status`: the pipeline's status and whether a pause is requested.
-#[derive(Serialize)]
-struct StatusAnswer {
-    #[serde(flatten)]
-    status: crate::metrics::Status,
-    /// A pause is requested (`POST /pause`); `state` says whether the source stopped yet.
-    paused: bool,
-}
-
-async fn status(State(shared): State<Arc<Shared>>) -> Json<StatusAnswer> {
-    Json(StatusAnswer {
-        status: shared.ops.status(),
-        paused: shared.ops.is_paused(),
-    })
-}
-
-async fn config(State(shared): State<Arc<Shared>>) -> Response {
-    Json(shared.ops.config()).into_response()
-}
-
-async fn tables(State(shared): State<Arc<Shared>>) -> Json<serde_json::Value> {
-    Json(json!({ "tables": shared.ops.tables() }))
-}
-
-async fn metrics(State(shared): State<Arc<Shared>>) -> Response {
-    (
-        [(header::CONTENT_TYPE, METRICS_CONTENT_TYPE)],
-        crate::metrics::render(&shared.metrics),
-    )
-        .into_response()
-}
-
-/// The answer of `POST /pause` and `POST /resume`: 202 when the request changed the flag,
-/// 200 when it was set that way already.
-fn pause_answer(paused: bool, changed: bool) -> Response {
-    let status = if changed {
-        StatusCode::ACCEPTED
-    } else {
-        StatusCode::OK
-    };
-    (
-        status,
-        Json(json!({ "paused": paused, "changed": changed })),
-    )
-        .into_response()
-}
-
-async fn pause(_: Mutating, State(shared): State<Arc<Shared>>) -> Response {
-    // `Ops` logs a change.
-    pause_answer(true, shared.ops.pause())
-}
-
-async fn resume(_: Mutating, State(shared): State<Arc<Shared>>) -> Response {
-    pause_answer(false, shared.ops.resume())
-}
-
-async fn openapi() -> Response {
-    ([(header::CONTENT_TYPE, OPENAPI_CONTENT_TYPE)], OPENAPI_YAML).into_response()
-}
-
-async fn snapshot_progress(State(shared): State<Arc<Shared>>) -> Json<serde_json::Value> {
-    Json(json!({ "snapshot": shared.control.progress().as_deref() }))
-}
-
-async fn request_snapshot(
-    _: Mutating,
-    State(shared): State<Arc<Shared>>,
-    body: std::result::Result<axum::body::Bytes, BytesRejection>,
-) -> std::result::Result<Response, ApiError> {
-    let body = body.map_err(|e| ApiError::new(e.status(), format!("request body: {e}")))?;
-    let request: AdhocRequest = serde_json::from_slice(&body).map_err(|e| {
-        ApiError::new(
-            StatusCode::BAD_REQUEST,
-            format!(
-                "the body is not a snapshot request ({e}); expected JSON such as \
-                 {{\"tables\": [\"db.table\"], \"where\": \"id > 10\"}} (\"where\" optional)"
-            ),
-        )
-    })?;
-    if shared.ops.is_paused() {
-        // The stream takes requests between source transactions: a paused one takes none.
-        return Err(ApiError::new(
-            StatusCode::SERVICE_UNAVAILABLE,
-            "the pipeline is paused and takes no snapshot requests; POST /resume, then try \
-             again",
-        ));
-    }
-    match shared.control.request(request.clone()).await {
-        Ok(accepted) => {
-            tracing::info!(
-                id = %accepted.id,
-                tables = ?accepted.tables,
-                filter = request.filter.as_deref(),
-                "ad-hoc snapshot requested over the api"
-            );
-            Ok((StatusCode::ACCEPTED, Json(accepted)).into_response())
-        }
-        Err(Rejected::Invalid(m)) => Err(ApiError::new(StatusCode::BAD_REQUEST, m)),
-        Err(Rejected::Unavailable(m)) => Err(ApiError::new(StatusCode::SERVICE_UNAVAILABLE, m)),
-    }
-}
-
-async fn not_found(request: Request) -> ApiError {
-    ApiError::new(
-        StatusCode::NOT_FOUND,
-        format!(
-            "no endpoint {} {}; the endpoints are {}",
-            request.method(),
-            request.uri().path(),
-            endpoint_list(|_| true)
-        ),
-    )
-}
-
-async fn method_not_allowed(request: Request) -> ApiError {
-    let path = request.uri().path();
-    ApiError::new(
-        StatusCode::METHOD_NOT_ALLOWED,
-        format!(
-            "{} is not allowed on {path}; it takes {}; the endpoints are {}",
-            request.method(),
-            endpoint_list(|e| e.path == path),
-            endpoint_list(|_| true)
-        ),
-    )
 }

@@ -15,8 +15,8 @@ use yaml_rust2::{Yaml, YamlLoader};
 
 use super::client::{Client, Totals};
 use super::*;
-use crate::ops::TableInfo;
-use crate::snapshot::adhoc::{channel, Accepted, Inbox};
+use crate::ops::{Ops, TableInfo};
+use crate::snapshot::adhoc::{channel, Accepted, AdhocRequest, Inbox, Rejected, SnapshotControl};
 use crate::snapshot::progress::{SnapshotProgress, TableProgress};
 
 /// The source password of the configuration behind the API: `GET /config` must not show it.
@@ -166,12 +166,15 @@ async fn start_configured(control: SnapshotControl, cfg: ApiConfig) -> Running {
     let metrics = crate::metrics::Metrics::register("shop", &registry).unwrap();
     let ops = ops(cfg.ready_max_lag_seconds, metrics.metrics().clone());
     let (stop, stop_rx) = watch::channel(false);
-    let state = ApiState::new(
-        control,
-        ops.clone(),
-        cfg.token().map(str::to_owned),
-        registry,
+    let pipelines = Pipelines::new();
+    pipelines.insert(
+        "shop",
+        PipelineHandle {
+            ops: ops.clone(),
+            control,
+        },
     );
+    let state = ApiState::new(pipelines, cfg.token().map(str::to_owned), registry);
     let server = serve(&cfg, state, stop_rx).await.unwrap();
     assert_ne!(server.addr.port(), 0);
     let http = reqwest::Client::builder().no_proxy().build().unwrap();
@@ -195,6 +198,11 @@ fn ops(max_lag_seconds: f64, metrics: Arc<crate::metrics::Metrics>) -> Arc<Ops> 
     let cfg =
         crate::config::load_from_str(&text, Vec::new()).unwrap_or_else(|e| panic!("{e}\n{text}"));
     Ops::new(&cfg, max_lag_seconds, metrics)
+}
+
+/// The path of `e` as a request names it: `{name}` is the pipeline `shop` these servers run.
+fn served(e: &Endpoint) -> String {
+    e.path.replace("{name}", "shop")
 }
 
 fn error_text(v: &Value) -> &str {
@@ -379,12 +387,15 @@ async fn a_taken_port_is_a_definite_error_naming_the_setting() {
     };
     let (_stop, rx) = watch::channel(false);
     let metrics = Arc::new(crate::metrics::Metrics::new("shop"));
-    let state = ApiState::new(
-        control,
-        ops(60.0, metrics),
-        None,
-        prometheus::Registry::new(),
+    let pipelines = Pipelines::new();
+    pipelines.insert(
+        "shop",
+        PipelineHandle {
+            ops: ops(60.0, metrics),
+            control,
+        },
     );
+    let state = ApiState::new(pipelines, None, prometheus::Registry::new());
     let e = serve(&cfg, state, rx).await.err().unwrap();
     assert_eq!(e.kind(), crate::error::ErrorKind::Definite);
     let text = e.to_string();
@@ -644,7 +655,8 @@ async fn pause_and_resume_need_the_token() {
     let api = start("127.0.0.1:0", Some("s3cret-token")).await;
     let mutating: Vec<_> = ENDPOINTS.iter().filter(|e| e.mutating).collect();
     assert!(mutating.iter().all(|e| e.method == Method::Post));
-    for path in mutating.iter().map(|e| e.path) {
+    for path in mutating.iter().map(|e| served(e)) {
+        let path = path.as_str();
         let (status, v) = api.checked("POST", path, None, None).await;
         assert_eq!(status, 401, "{path}: {v}");
         assert!(error_text(&v).contains("Authorization: Bearer"), "{v}");
@@ -665,7 +677,7 @@ async fn pause_and_resume_need_the_token() {
     assert!(!api.ops.is_paused());
     // Reading needs no token.
     for e in ENDPOINTS.iter().filter(|e| !e.mutating) {
-        let r = api.http.get(api.url(e.path)).send().await.unwrap();
+        let r = api.http.get(api.url(&served(e))).send().await.unwrap();
         assert!(
             [200, 503].contains(&r.status().as_u16()),
             "GET {}: {}",
@@ -677,7 +689,7 @@ async fn pause_and_resume_need_the_token() {
     // No token on every interface: refused.
     let open = start("0.0.0.0:0", None).await;
     let port = open.server.addr.port();
-    for path in mutating.iter().map(|e| e.path) {
+    for path in mutating.iter().map(|e| served(e)) {
         let r = open
             .http
             .post(format!("http://127.0.0.1:{port}{path}"))
@@ -686,7 +698,7 @@ async fn pause_and_resume_need_the_token() {
             .unwrap();
         assert_eq!(r.status().as_u16(), 403, "{path}");
         let v: Value = serde_json::from_str(&r.text().await.unwrap()).unwrap();
-        assert_documented("POST", path, 403, &v);
+        assert_documented("POST", &path, 403, &v);
         assert!(error_text(&v).contains("api.token"), "{v}");
     }
     assert!(!open.ops.is_paused());
@@ -785,7 +797,7 @@ async fn unknown_paths_and_methods_name_every_endpoint() {
     for e in ENDPOINTS {
         let r = api
             .http
-            .request(e.method.as_str().parse().unwrap(), api.url(e.path))
+            .request(e.method.as_str().parse().unwrap(), api.url(&served(e)))
             .body(r#"{"tables":["shop.items"]}"#)
             .send()
             .await
@@ -924,7 +936,17 @@ fn conforms(doc: &Value, schema: &Value, v: &Value, at: &str) -> Result<(), Stri
 /// documents: the JSON schema of that response (errors of unknown paths: `Error`).
 fn assert_documented(method: &str, path: &str, status: u16, v: &Value) {
     let doc = openapi();
-    let operation = &doc["paths"][path][method.to_ascii_lowercase()];
+    // The document's path: `path` itself, or the template it fits (`/pipelines/{name}/...`).
+    let documented = doc["paths"]
+        .as_object()
+        .and_then(|paths| {
+            paths
+                .keys()
+                .find(|p| *p == path)
+                .or_else(|| paths.keys().find(|p| path_fits(p, path)))
+        })
+        .map_or(path, String::as_str);
+    let operation = &doc["paths"][documented][method.to_ascii_lowercase()];
     let schema = if operation.is_null() {
         assert!(
             [404, 405].contains(&status),
@@ -1134,3 +1156,6 @@ fn the_schemas_fit_what_the_types_serialize() {
 
 #[path = "hardening_tests.rs"]
 mod hardening;
+
+#[path = "pipelines_tests.rs"]
+mod many_pipelines;

@@ -260,7 +260,10 @@ pub(crate) async fn run_pipeline(
 }
 
 /// `clock`, requested (its budget fixed) when `shutdown` turns true.
-pub(crate) fn requested_on(shutdown: &watch::Receiver<bool>, clock: ShutdownClock) -> ShutdownClock {
+pub(crate) fn requested_on(
+    shutdown: &watch::Receiver<bool>,
+    clock: ShutdownClock,
+) -> ShutdownClock {
     tokio::spawn({
         let (clock, mut sd) = (clock.clone(), shutdown.clone());
         async move {

@@ -61,7 +61,7 @@ pub enum Loaded {
     /// A single pipeline file.
     Single(Box<Config>),
     /// A process file and the pipelines it lists.
-    Process(Process),
+    Process(Box<Process>),
 }
 
 /// Loads the file at `path` as a process file when it has a top-level `pipelines` key, as a
@@ -72,7 +72,7 @@ pub fn load_any(path: &Path) -> Result<Loaded, ConfigError> {
         return Config::load(path).map(|c| Loaded::Single(Box::new(c)));
     }
     let env = env::process_env()?;
-    load_process(path, &text, env).map(Loaded::Process)
+    load_process(path, &text, env).map(|p| Loaded::Process(Box::new(p)))
 }
 
 /// Whether `text` is a process file (TOML with a top-level `pipelines` key). Text that is not
