@@ -266,3 +266,10 @@ fn one_query_timeout_for_the_process() {
     let text = problems(load(&file, &[]).expect_err("refused"));
     assert!(text.contains("source.query_timeout_ms"), "{text}");
 }
+
+#[test]
+fn the_example_process_file_loads() {
+    let file = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/process.toml");
+    let p = load(&file, &[]).expect("examples/process.toml loads");
+    assert_eq!(names(&p), ["crm", "shop"]);
+}
