@@ -31,6 +31,7 @@ pub mod app;
 pub mod binlog;
 pub(crate) mod capture;
 pub(crate) mod channel;
+pub mod cluster;
 pub mod config;
 pub mod encode;
 pub mod error;

@@ -115,6 +115,18 @@ pub(super) async fn pipelines(State(shared): State<Arc<Shared>>) -> Json<serde_j
     Json(json!({ "pipelines": entries }))
 }
 
+/// `GET /cluster`: this instance's view of its cluster group (404 outside cluster mode).
+pub(super) async fn cluster(
+    State(shared): State<Arc<Shared>>,
+) -> std::result::Result<Json<serde_json::Value>, ApiError> {
+    shared.pipelines.cluster_view().map(Json).ok_or_else(|| {
+        ApiError::new(
+            StatusCode::NOT_FOUND,
+            "this process does not run in cluster mode (no [cluster] in its process file)",
+        )
+    })
+}
+
 pub(super) async fn metrics(State(shared): State<Arc<Shared>>) -> Response {
     (
         [(header::CONTENT_TYPE, METRICS_CONTENT_TYPE)],

@@ -20,6 +20,7 @@
 //! | `GET /snapshots` | – | 200 `{"snapshot": <SnapshotProgress or null>}` |
 //! | `GET /openapi.yaml` | – | 200 the OpenAPI 3.0 document of this table (`docs/openapi.yaml`) |
 //! | `GET /pipelines` | – | 200 `{"pipelines": [{"name", "state", "paused"}]}`, sorted by name |
+//! | `GET /cluster` | – | cluster mode: 200 `{"group", "client_id", "assigned", "rebalances", "pipelines": [{"name", "assigned", "state"}]}`; 404 otherwise |
 //! | `GET /pipelines/{name}/status`, `.../readyz`, `.../config`, `.../tables`, `.../snapshots` | – | as the path without `/pipelines/{name}`, for pipeline `name` |
 //! | `POST /pipelines/{name}/pause`, `.../resume`, `.../snapshots` | [`Mutating`] | as the path without `/pipelines/{name}`, for pipeline `name` |
 //!
@@ -58,7 +59,7 @@ mod server;
 #[cfg(test)]
 mod tests;
 
-pub use pipelines::{PipelineHandle, Pipelines};
+pub use pipelines::{ClusterView, PipelineHandle, Pipelines};
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -167,6 +168,7 @@ pub const ENDPOINTS: &[Endpoint] = &[
     }),
     endpoint(Method::Get, "/openapi.yaml", false, |m| on(m, openapi)),
     endpoint(Method::Get, "/pipelines", false, |m| on(m, pipelines)),
+    endpoint(Method::Get, "/cluster", false, |m| on(m, cluster)),
     endpoint(Method::Get, "/pipelines/{name}/status", false, |m| {
         on(m, status)
     }),

@@ -31,7 +31,12 @@ pub struct PipelineHandle {
 pub struct Pipelines {
     /// The handles by name (`pub(super)` for the tests, which poison the lock).
     pub(super) by_name: Arc<RwLock<BTreeMap<String, PipelineHandle>>>,
+    /// What `GET /cluster` answers, in cluster mode.
+    cluster: Arc<RwLock<Option<ClusterView>>>,
 }
+
+/// Renders this instance's view of its cluster group (`GET /cluster`).
+pub type ClusterView = Arc<dyn Fn() -> serde_json::Value + Send + Sync>;
 
 impl Pipelines {
     /// An empty directory.
@@ -67,6 +72,21 @@ impl Pipelines {
     /// Whether there is none.
     pub fn is_empty(&self) -> bool {
         self.read().is_empty()
+    }
+
+    /// Serves `view` at `GET /cluster` (cluster mode).
+    pub fn set_cluster_view(&self, view: ClusterView) {
+        *self.cluster.write().unwrap_or_else(|e| e.into_inner()) = Some(view);
+    }
+
+    /// This instance's view of its cluster group; `None` outside cluster mode.
+    pub fn cluster_view(&self) -> Option<serde_json::Value> {
+        let view = self
+            .cluster
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone();
+        view.map(|v| v())
     }
 
     /// Every pipeline with its name, sorted by name (one consistent view).

@@ -72,6 +72,7 @@ async fn start_many(names: &[&str], token: Option<&str>) -> Many {
         stop,
         http: reqwest::Client::builder().no_proxy().build().unwrap(),
         ops: named_ops("unused", unused.metrics().clone()),
+        pipelines: pipelines.clone(),
         _metrics: unused,
     };
     Many {

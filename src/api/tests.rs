@@ -87,6 +87,8 @@ struct Running {
     stop: watch::Sender<bool>,
     http: reqwest::Client,
     ops: Arc<Ops>,
+    /// The directory the server serves.
+    pipelines: Pipelines,
     /// The pipeline's metrics, registered in the server's registry while it runs.
     _metrics: crate::metrics::Registration,
 }
@@ -174,7 +176,7 @@ async fn start_configured(control: SnapshotControl, cfg: ApiConfig) -> Running {
             control,
         },
     );
-    let state = ApiState::new(pipelines, cfg.token().map(str::to_owned), registry);
+    let state = ApiState::new(pipelines.clone(), cfg.token().map(str::to_owned), registry);
     let server = serve(&cfg, state, stop_rx).await.unwrap();
     assert_ne!(server.addr.port(), 0);
     let http = reqwest::Client::builder().no_proxy().build().unwrap();
@@ -183,8 +185,35 @@ async fn start_configured(control: SnapshotControl, cfg: ApiConfig) -> Running {
         stop,
         http,
         ops,
+        pipelines,
         _metrics: metrics,
     }
+}
+
+/// A cluster view as cluster mode sets one.
+fn cluster_view() -> crate::api::ClusterView {
+    Arc::new(|| {
+        json!({
+            "group": "g",
+            "client_id": "sluice-g-host-1",
+            "assigned": ["shop"],
+            "rebalances": 1,
+            "pipelines": [{"name": "shop", "assigned": true, "state": "streaming"}],
+        })
+    })
+}
+
+#[tokio::test]
+async fn the_cluster_view_is_served_in_cluster_mode_only() {
+    let api = start("127.0.0.1:0", None).await;
+    let (status, v) = api.checked("GET", "/cluster", None, None).await;
+    assert_eq!(status, 404, "{v}");
+    assert!(error_text(&v).contains("cluster mode"), "{v}");
+    api.pipelines.set_cluster_view(cluster_view());
+    let (status, v) = api.checked("GET", "/cluster", None, None).await;
+    assert_eq!(status, 200, "{v}");
+    assert_eq!(v["assigned"], json!(["shop"]));
+    assert_eq!(v["pipelines"][0]["state"], "streaming");
 }
 
 /// The operators' handle of a pipeline configured with [`SOURCE_PASSWORD`] and an API token,
@@ -676,6 +705,7 @@ async fn pause_and_resume_need_the_token() {
     assert_eq!(status, 202);
     assert!(!api.ops.is_paused());
     // Reading needs no token.
+    api.pipelines.set_cluster_view(cluster_view());
     for e in ENDPOINTS.iter().filter(|e| !e.mutating) {
         let r = api.http.get(api.url(&served(e))).send().await.unwrap();
         assert!(
@@ -793,7 +823,8 @@ async fn unknown_paths_and_methods_name_every_endpoint() {
     for e in &every {
         assert!(error_text(&v).contains(e.as_str()), "{e}: {v}");
     }
-    // Every listed endpoint is served (neither 404 nor 405).
+    // Every listed endpoint is served (neither 404 nor 405; `/cluster` in cluster mode).
+    api.pipelines.set_cluster_view(cluster_view());
     for e in ENDPOINTS {
         let r = api
             .http

@@ -29,6 +29,7 @@ use crate::sink::SinkStats;
 
 mod attempt;
 mod checks;
+mod cluster;
 mod process;
 mod settings;
 use attempt::{attempt, Running};

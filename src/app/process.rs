@@ -39,6 +39,9 @@ pub async fn run_process(
     shutdown: watch::Receiver<bool>,
     options: RunOptions,
 ) -> Result<()> {
+    if let Some(cluster) = process.settings.cluster.clone() {
+        return super::cluster::run_cluster(process, cluster, shutdown, options).await;
+    }
     // One value for all (checked when the process file was loaded).
     if let Some((_, first)) = process.pipelines.first() {
         crate::mysql::query::set_timeout(first.source.query_timeout());

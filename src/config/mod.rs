@@ -37,6 +37,7 @@
 //! ([`Config::validate`]).
 
 pub(crate) mod api;
+pub mod cluster;
 mod commit;
 mod derived;
 pub mod env;

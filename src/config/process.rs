@@ -42,6 +42,10 @@ pub struct ProcessConfig {
     /// (`/pipelines/{name}/...`). Default: all defaults.
     #[serde(default)]
     pub api: ApiConfig,
+    /// Cluster mode (`[cluster]`): instances with the same `group` share the pipelines
+    /// through a Kafka consumer group. Default: none (this process runs every pipeline).
+    #[serde(default)]
+    pub cluster: Option<super::cluster::ClusterConfig>,
 }
 
 /// A loaded process file and its pipelines.
@@ -115,7 +119,10 @@ pub fn load_process(
         })?;
         pipelines.push((file, cfg));
     }
-    let problems = check_pipelines(&pipelines);
+    let mut problems = check_pipelines(&pipelines);
+    if settings.cluster.is_some() {
+        problems.extend(check_cluster(&pipelines));
+    }
     if !problems.is_empty() {
         return Err(in_file(ConfigError::Invalid(problems)));
     }
@@ -180,6 +187,9 @@ fn parse_process(
         problems.push(p);
     }
     api::validate(&settings.api, &mut problems);
+    if let Some(c) = &settings.cluster {
+        super::cluster::validate(c, &mut problems);
+    }
     if settings.pipelines.is_empty() {
         problems.push(Problem::new(
             "pipelines",
@@ -397,6 +407,34 @@ pub fn check_pipelines(pipelines: &[(PathBuf, Config)]) -> Vec<Problem> {
         }
     }
     problems
+}
+
+/// Cluster mode: the group and the pipelines' assignment topics live on one Kafka cluster,
+/// reached with the first pipeline's connection settings, so every pipeline must name the
+/// same `kafka.bootstrap_servers`.
+fn check_cluster(pipelines: &[(PathBuf, Config)]) -> Vec<Problem> {
+    let Some((first_file, first)) = pipelines.first() else {
+        return Vec::new();
+    };
+    pipelines[1..]
+        .iter()
+        .filter(|(_, c)| c.kafka.bootstrap_servers != first.kafka.bootstrap_servers)
+        .map(|(file, c)| {
+            Problem::new(
+                "kafka.bootstrap_servers",
+                format!(
+                    "{:?} in `{}` but {:?} in `{}`",
+                    c.kafka.bootstrap_servers,
+                    file.display(),
+                    first.kafka.bootstrap_servers,
+                    first_file.display()
+                ),
+                "one Kafka cluster for every pipeline of a process in cluster mode (the group \
+                 and the assignment topics live there)",
+                "run pipelines of other Kafka clusters in another process file",
+            )
+        })
+        .collect()
 }
 
 /// Whether two pipelines read the same server (host compared without case).
