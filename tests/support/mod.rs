@@ -12,6 +12,7 @@ pub mod crash;
 pub mod forward;
 pub mod kafka_proxy;
 pub mod matrix;
+pub mod processes;
 pub mod proxy;
 pub mod rows;
 
