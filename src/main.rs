@@ -282,12 +282,29 @@ async fn dispatch(cli: Cli) -> Result<ExitCode, Error> {
             Ok(ExitCode::SUCCESS)
         }
         Cmd::Check { config } => {
-            let pipelines = match load(&config)? {
-                Loaded::Single(cfg) => vec![*cfg],
-                Loaded::Process(p) => p.pipelines.into_iter().map(|(_, c)| c).collect(),
+            let (pipelines, cluster) = match load(&config)? {
+                Loaded::Single(cfg) => (vec![*cfg], None),
+                Loaded::Process(p) => (
+                    p.pipelines.into_iter().map(|(_, c)| c).collect::<Vec<_>>(),
+                    p.settings.cluster,
+                ),
             };
             let several = pipelines.len() > 1;
             let mut bad = 0;
+            if let (Some(cluster), Some(first)) = (&cluster, pipelines.first()) {
+                println!("== cluster {}", cluster.group);
+                let names: Vec<String> = pipelines.iter().map(|c| c.name.clone()).collect();
+                let base = sluice::app::client_config(first);
+                for i in sluice::cluster::check(&base, cluster, &names).await {
+                    match &i.problem {
+                        None => println!("ok       {:<20} {}", i.name, i.detail),
+                        Some(p) => {
+                            bad += 1;
+                            println!("PROBLEM  {:<20} {}\n         {p}", i.name, i.detail);
+                        }
+                    }
+                }
+            }
             for cfg in &pipelines {
                 if several {
                     println!("== pipeline {}", cfg.name);

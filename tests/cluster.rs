@@ -195,6 +195,19 @@ async fn three_instances_share_six_pipelines_through_every_move() {
     let started = Instant::now();
     let owners = balanced(&instances, &[0, 1, 2], &names, Duration::from_secs(90));
     eprintln!("start: {owners:?} in {:?}", started.elapsed());
+    // `sluice check` sees the group and its topics.
+    let out = sluice_command()
+        .args(["check", "--config"])
+        .arg(&file)
+        .output()
+        .expect("check");
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{text}");
+    assert!(
+        text.contains("ok       cluster group") && text.contains("3 member(s)"),
+        "{text}"
+    );
+    assert!(text.contains("6 of 6 assignment topics exist"), "{text}");
     for m in &members {
         insert_rows(m).await;
     }
