@@ -82,6 +82,9 @@ impl Budget {
 pub struct ShutdownClock {
     timeout: Duration,
     budget: Arc<OnceLock<Budget>>,
+    /// Set when the stop must commit nothing (cluster mode: the assignment was lost, another
+    /// member may run the pipeline already): the sink aborts instead of committing.
+    no_commit: Arc<std::sync::atomic::AtomicBool>,
 }
 
 impl Default for ShutdownClock {
@@ -107,7 +110,19 @@ impl ShutdownClock {
         ShutdownClock {
             timeout,
             budget: Arc::new(OnceLock::new()),
+            no_commit: Arc::default(),
         }
+    }
+
+    /// This clock, whose stop commits nothing once `no_commit` is set.
+    pub fn with_no_commit(mut self, no_commit: Arc<std::sync::atomic::AtomicBool>) -> Self {
+        self.no_commit = no_commit;
+        self
+    }
+
+    /// Whether commits are refused (see [`ShutdownClock::with_no_commit`]).
+    pub fn commits_refused(&self) -> bool {
+        self.no_commit.load(std::sync::atomic::Ordering::SeqCst)
     }
 
     /// `shutdown_timeout_ms`.

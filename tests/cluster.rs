@@ -293,6 +293,13 @@ async fn three_instances_share_six_pipelines_through_every_move() {
         "the continued instance exited\n{}",
         logs(&instances)
     );
+    // It learnt that its assignment was lost and stopped those runs without committing.
+    let text = std::fs::read_to_string(&instances[sleeper].log).unwrap_or_default();
+    assert!(
+        text.contains("lost=true"),
+        "no lost assignment reported after SIGCONT\n{}",
+        logs(&instances)
+    );
     // Every instance exports `sluice_pipeline_assigned` for every pipeline: 1 on exactly one.
     let mut assigned: BTreeMap<String, i64> = BTreeMap::new();
     for inst in &instances {

@@ -35,6 +35,8 @@ use crate::shutdown::ShutdownClock;
 /// One started run of a pipeline.
 struct Slot {
     stop: watch::Sender<bool>,
+    /// Set before `stop` when the assignment was lost: the run commits nothing more.
+    no_commit: Arc<std::sync::atomic::AtomicBool>,
     task: JoinHandle<PipelineEnd>,
     assigned_at: Instant,
     streamed: bool,
@@ -78,12 +80,18 @@ impl Supervisor {
             return;
         };
         let (stop, rx) = watch::channel(false);
-        let (dir, lag, options) = (self.directory.clone(), self.lag, self.options);
+        let no_commit: Arc<std::sync::atomic::AtomicBool> = Arc::default();
+        let (dir, lag, options, guard) = (
+            self.directory.clone(),
+            self.lag,
+            self.options,
+            no_commit.clone(),
+        );
         let span = tracing::info_span!("pipeline", name = %name);
         let task = tokio::spawn(
             async move {
                 tracing::info!(delivery = %cfg.delivery, "cluster: starting the assigned pipeline");
-                run_pipeline(cfg, rx, options, &dir, lag).await
+                run_pipeline(cfg, rx, options, &dir, lag, guard).await
             }
             .instrument(span),
         );
@@ -91,6 +99,7 @@ impl Supervisor {
             name.to_string(),
             Slot {
                 stop,
+                no_commit,
                 task,
                 assigned_at: Instant::now(),
                 streamed: false,
@@ -103,11 +112,25 @@ impl Supervisor {
         let Some(slot) = self.running.remove(name) else {
             return;
         };
+        if lost {
+            slot.no_commit
+                .store(true, std::sync::atomic::Ordering::SeqCst);
+        }
         let _ = slot.stop.send(true);
         let mut task = slot.task;
         match tokio::time::timeout(self.revoke_timeout, &mut task).await {
             Ok(joined) => {
+                let joined = joined.map(|mut end| {
+                    // The refused commit is how a lost pipeline is meant to stop.
+                    if lost && matches!(&end.result, Err(e) if e.kind() == ErrorKind::Unfinished) {
+                        end.result = Ok(());
+                    }
+                    end
+                });
                 self.settle(name, joined);
+                // Handed over: its series (a growing lag, `stopped`) belong to the new owner
+                // now, not here.
+                self.kept.remove(name);
                 tracing::info!(pipeline = %name, lost, "cluster: revoked pipeline stopped");
             }
             Err(_) => {
@@ -160,10 +183,11 @@ impl Supervisor {
             if slot.streamed {
                 continue;
             }
+            // A snapshot counts as started: it is the pipeline at work.
             let streaming = self
                 .directory
                 .get(name)
-                .is_some_and(|h| h.ops.status().state == "streaming");
+                .is_some_and(|h| matches!(h.ops.status().state, "streaming" | "snapshotting"));
             if streaming {
                 slot.streamed = true;
                 let took = slot.assigned_at.elapsed();

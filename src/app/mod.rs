@@ -61,7 +61,15 @@ pub async fn run_with(
     // `shutdown_timeout_ms` after the pipeline stopped, never more.
     let clock = requested_on(&shutdown, ShutdownClock::new(cfg.shutdown_timeout()));
     let ready_max_lag = cfg.api.ready_max_lag_seconds;
-    let end = run_pipeline(cfg, shutdown, options, &directory, ready_max_lag).await;
+    let end = run_pipeline(
+        cfg,
+        shutdown,
+        options,
+        &directory,
+        ready_max_lag,
+        Arc::default(),
+    )
+    .await;
     let _ = api_stop.send(true);
     if let Some(api) = api {
         api.join(clock.cut(API_SHUTDOWN_GRACE)).await;
@@ -100,12 +108,14 @@ pub(crate) struct PipelineEnd {
 
 /// Runs one pipeline until a shutdown signal or a definite error; its API handle is put in
 /// `directory` (served by the caller's listener). The query timeout is the caller's to set.
+/// Once `no_commit` is set, a stop commits nothing (cluster mode, assignment lost).
 pub(crate) async fn run_pipeline(
     cfg: Config,
     shutdown: watch::Receiver<bool>,
     options: RunOptions,
     directory: &crate::api::Pipelines,
     ready_max_lag_seconds: f64,
+    no_commit: Arc<std::sync::atomic::AtomicBool>,
 ) -> PipelineEnd {
     let prepared = match prepare(&cfg) {
         Ok(p) => p,
@@ -141,7 +151,10 @@ pub(crate) async fn run_pipeline(
         m.clone(),
     ));
     // Fixed at the shutdown request: bounds the sink's waits and the joins below.
-    let clock = requested_on(&shutdown, ShutdownClock::new(cfg.shutdown_timeout()));
+    let clock = requested_on(
+        &shutdown,
+        ShutdownClock::new(cfg.shutdown_timeout()).with_no_commit(no_commit),
+    );
     let mut backoff = Backoff::from_config(&cfg.source);
     // The preflight passed once: later attempts go straight to the sink and the source.
     let mut checked = false;

@@ -67,7 +67,7 @@ pub async fn run_process(
         running.spawn(
             async move {
                 tracing::info!(file = %file.display(), delivery = %cfg.delivery, config = %cfg.redacted_json(), "starting");
-                let end = run_pipeline(cfg, sd, options, &dir, lag).await;
+                let end = run_pipeline(cfg, sd, options, &dir, lag, Default::default()).await;
                 (name, end)
             }
             .instrument(span),

@@ -22,8 +22,8 @@ pub const CLUSTER_METRICS: &[(&str, &str, &str)] = &[
     (
         "sluice_cluster_start_seconds",
         "gauge",
-        "Seconds from the pipeline's last assignment to this instance until it streamed \
-         (fenced, read its committed offset and connected its source)",
+        "Seconds from the pipeline's last assignment to this instance until it streamed or \
+         snapshotted (fenced, read its committed offset and connected its source)",
     ),
 ];
 

@@ -636,6 +636,13 @@ impl Sink {
         if !self.kafka_open || self.source_open {
             return Ok(());
         }
+        if self.s.shutdown.commits_refused() {
+            // Cluster mode, assignment lost: another member may own the pipeline already.
+            // The open transaction is aborted on the way out (`run`).
+            return Err(Error::unfinished(
+                "the cluster group reported this member's assignment of the pipeline lost:                  stopping without committing (the open Kafka transaction is aborted; the new                  owner resumes after the last committed offset)",
+            ));
+        }
         let started = Instant::now();
         let Some(cp) = self.pending.clone() else {
             // Nothing reached a boundary yet; cannot happen with a closed source transaction.
