@@ -8,7 +8,8 @@
 //! - Every sluice series carries `pipeline`: the dashboard filters by a `$pipeline` variable
 //!   and breaks down per target by pipeline too; the alerts keep the label and name it.
 //! - Every dashboard panel (rows' nested panels included) queries the provisioned Prometheus
-//!   datasource by its uid, and every expression parses (promtool, as recording rules).
+//!   datasource by its uid, and every expression parses (promtool, as recording rules); no two
+//!   panels overlap.
 //! - `promtool check rules` and the rules' unit tests (`promtool test rules`) pass.
 //! - The compose file parses; every file it mounts or builds from exists; the sluice service's
 //!   environment names are settings sluice knows; `compose/sluice.toml` loads with sluice's own
@@ -417,6 +418,65 @@ fn dashboard_panels_query_the_provisioned_datasource() {
                 str_at(v, "/definition", "variable"),
                 None,
                 &format!("variable {}", v["name"]),
+            );
+        }
+    }
+}
+
+/// `(x, y, w, h)` of a panel.
+fn grid(p: &Value, place: &str) -> (i64, i64, i64, i64) {
+    let at = |k: &str| {
+        p["gridPos"][k]
+            .as_i64()
+            .unwrap_or_else(|| panic!("{place}: gridPos.{k}"))
+    };
+    (at("x"), at("y"), at("w"), at("h"))
+}
+
+/// No two of `panels` share a cell, and each fits the 24 columns.
+fn assert_no_overlap(panels: &[&Value], what: &str) {
+    let boxes: Vec<(String, (i64, i64, i64, i64))> = panels
+        .iter()
+        .map(|p| {
+            let place = format!(
+                "{what}: panel {:?} ({})",
+                p["title"].as_str().unwrap_or("?"),
+                p["id"]
+            );
+            let g = grid(p, &place);
+            (place, g)
+        })
+        .collect();
+    for (i, (a, (x, y, w, h))) in boxes.iter().enumerate() {
+        assert!(
+            *x >= 0 && *y >= 0 && *w > 0 && *h > 0 && x + w <= 24,
+            "{a}: gridPos {:?} does not fit the 24 columns",
+            (x, y, w, h)
+        );
+        for (b, (x2, y2, w2, h2)) in &boxes[i + 1..] {
+            let apart = x + w <= *x2 || x2 + w2 <= *x || y + h <= *y2 || y2 + h2 <= *y;
+            assert!(apart, "{a} overlaps {b}");
+        }
+    }
+}
+
+/// The layout: the top-level panels (a collapsed row one unit high, its panels not laid out)
+/// do not overlap, nor do the panels of each collapsed row, which lie below it.
+#[test]
+fn dashboard_panels_do_not_overlap() {
+    let d = dashboard();
+    let top: Vec<&Value> = d["panels"].as_array().expect("panels").iter().collect();
+    assert_no_overlap(&top, "dashboard");
+    for row in top.iter().filter(|p| p["type"] == "row") {
+        let title = row["title"].as_str().unwrap_or("?");
+        let (_, row_y, _, _) = grid(row, title);
+        let nested: Vec<&Value> = row["panels"].as_array().into_iter().flatten().collect();
+        assert_no_overlap(&nested, &format!("row {title:?}"));
+        for p in nested {
+            assert!(
+                grid(p, title).1 > row_y,
+                "row {title:?}: panel {:?} lies above its row",
+                p["title"]
             );
         }
     }
