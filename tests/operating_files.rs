@@ -46,9 +46,15 @@ const fn m(name: &'static str, kind: Kind, labels: &'static [&'static str]) -> M
     Metric { name, kind, labels }
 }
 
-/// The metric catalogue of `GET /metrics`: sluice's own (`sluice::metrics::CATALOGUE`, the one
-/// place each metric is declared) and the standard process metrics. That a running sluice
-/// exports them is checked by the metrics integration test (tests/metrics.rs).
+/// The label of the cluster metrics.
+const CLUSTER_LABELS: &[&str] = &[sluice::metrics::PIPELINE];
+
+/// The metric catalogue of `GET /metrics`: sluice's own per pipeline
+/// (`sluice::metrics::CATALOGUE`, the one place each metric is declared), the standard process
+/// metrics, and cluster mode's (`sluice::cluster::metrics::CLUSTER_METRICS`, one series per
+/// configured pipeline, exported only in cluster mode). That sluice exports them is checked by
+/// the metrics integration test (tests/metrics.rs) and, for the cluster ones, by the unit test
+/// of `src/cluster/metrics.rs` and tests/cluster.rs.
 static CATALOGUE: LazyLock<Vec<Metric>> = LazyLock::new(|| {
     let mut out: Vec<Metric> = sluice::metrics::CATALOGUE
         .iter()
@@ -69,6 +75,14 @@ static CATALOGUE: LazyLock<Vec<Metric>> = LazyLock::new(|| {
         };
         out.push(m(name, kind, &[]));
     }
+    for (name, kind, _) in sluice::cluster::metrics::CLUSTER_METRICS {
+        let kind = match *kind {
+            "counter" => Kind::Counter,
+            "gauge" => Kind::Gauge,
+            other => panic!("cluster metric {name}: unexpected kind {other}"),
+        };
+        out.push(m(name, kind, CLUSTER_LABELS));
+    }
     out
 });
 
@@ -82,6 +96,8 @@ const REQUIRED_ALERTS: &[&str] = &[
     "SluiceBinlogRetentionLow",
     "SluiceTransactionsAborting",
     "SluiceStopped",
+    "SluicePipelineUnassigned",
+    "SluicePipelineAssignedTwice",
 ];
 
 fn repo() -> PathBuf {
@@ -164,7 +180,7 @@ fn names_in(text: &str, place: &str) -> BTreeSet<&'static str> {
             metric_of(hit.as_str())
                 .unwrap_or_else(|| {
                     panic!(
-                        "{place}: `{}` is not in the metric catalogue (CATALOGUE; src/metrics/catalogue.rs)",
+                        "{place}: `{}` is not in the metric catalogue (CATALOGUE; src/metrics/catalogue.rs, or CLUSTER_METRICS; src/cluster/metrics.rs)",
                         hit.as_str()
                     )
                 })
@@ -214,7 +230,7 @@ fn check_expr(expr: &str, legend: Option<&str>, place: &str) -> BTreeSet<&'stati
     for hit in metric_re().find_iter(expr) {
         let series = hit.as_str();
         let metric = metric_of(series).unwrap_or_else(|| {
-            panic!("{place}: `{series}` in `{expr}` is not in the metric catalogue (CATALOGUE)")
+            panic!("{place}: `{series}` in `{expr}` is not in the metric catalogue (CATALOGUE, CLUSTER_METRICS)")
         });
         used.insert(metric.name);
         allowed.extend(metric.labels.iter().copied());
