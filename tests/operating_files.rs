@@ -8,7 +8,8 @@
 //! - Every sluice series carries `pipeline`: the dashboard filters by a `$pipeline` variable
 //!   and breaks down per target by pipeline too; the alerts keep the label and name it.
 //! - Every dashboard panel (rows' nested panels included) queries the provisioned Prometheus
-//!   datasource by its uid, and every expression parses (promtool, as recording rules).
+//!   datasource by its uid, and every expression parses (promtool, as recording rules); no two
+//!   panels overlap.
 //! - `promtool check rules` and the rules' unit tests (`promtool test rules`) pass.
 //! - The compose file parses; every file it mounts or builds from exists; the sluice service's
 //!   environment names are settings sluice knows; `compose/sluice.toml` loads with sluice's own
@@ -45,9 +46,15 @@ const fn m(name: &'static str, kind: Kind, labels: &'static [&'static str]) -> M
     Metric { name, kind, labels }
 }
 
-/// The metric catalogue of `GET /metrics`: sluice's own (`sluice::metrics::CATALOGUE`, the one
-/// place each metric is declared) and the standard process metrics. That a running sluice
-/// exports them is checked by the metrics integration test (tests/metrics.rs).
+/// The label of the cluster metrics.
+const CLUSTER_LABELS: &[&str] = &[sluice::metrics::PIPELINE];
+
+/// The metric catalogue of `GET /metrics`: sluice's own per pipeline
+/// (`sluice::metrics::CATALOGUE`, the one place each metric is declared), the standard process
+/// metrics, and cluster mode's (`sluice::cluster::metrics::CLUSTER_METRICS`, one series per
+/// configured pipeline, exported only in cluster mode). That sluice exports them is checked by
+/// the metrics integration test (tests/metrics.rs) and, for the cluster ones, by the unit test
+/// of `src/cluster/metrics.rs` and tests/cluster.rs.
 static CATALOGUE: LazyLock<Vec<Metric>> = LazyLock::new(|| {
     let mut out: Vec<Metric> = sluice::metrics::CATALOGUE
         .iter()
@@ -68,6 +75,14 @@ static CATALOGUE: LazyLock<Vec<Metric>> = LazyLock::new(|| {
         };
         out.push(m(name, kind, &[]));
     }
+    for (name, kind, _) in sluice::cluster::metrics::CLUSTER_METRICS {
+        let kind = match *kind {
+            "counter" => Kind::Counter,
+            "gauge" => Kind::Gauge,
+            other => panic!("cluster metric {name}: unexpected kind {other}"),
+        };
+        out.push(m(name, kind, CLUSTER_LABELS));
+    }
     out
 });
 
@@ -81,6 +96,8 @@ const REQUIRED_ALERTS: &[&str] = &[
     "SluiceBinlogRetentionLow",
     "SluiceTransactionsAborting",
     "SluiceStopped",
+    "SluicePipelineUnassigned",
+    "SluicePipelineAssignedTwice",
 ];
 
 fn repo() -> PathBuf {
@@ -163,7 +180,7 @@ fn names_in(text: &str, place: &str) -> BTreeSet<&'static str> {
             metric_of(hit.as_str())
                 .unwrap_or_else(|| {
                     panic!(
-                        "{place}: `{}` is not in the metric catalogue (CATALOGUE; src/metrics/catalogue.rs)",
+                        "{place}: `{}` is not in the metric catalogue (CATALOGUE; src/metrics/catalogue.rs, or CLUSTER_METRICS; src/cluster/metrics.rs)",
                         hit.as_str()
                     )
                 })
@@ -213,7 +230,7 @@ fn check_expr(expr: &str, legend: Option<&str>, place: &str) -> BTreeSet<&'stati
     for hit in metric_re().find_iter(expr) {
         let series = hit.as_str();
         let metric = metric_of(series).unwrap_or_else(|| {
-            panic!("{place}: `{series}` in `{expr}` is not in the metric catalogue (CATALOGUE)")
+            panic!("{place}: `{series}` in `{expr}` is not in the metric catalogue (CATALOGUE, CLUSTER_METRICS)")
         });
         used.insert(metric.name);
         allowed.extend(metric.labels.iter().copied());
@@ -417,6 +434,65 @@ fn dashboard_panels_query_the_provisioned_datasource() {
                 str_at(v, "/definition", "variable"),
                 None,
                 &format!("variable {}", v["name"]),
+            );
+        }
+    }
+}
+
+/// `(x, y, w, h)` of a panel.
+fn grid(p: &Value, place: &str) -> (i64, i64, i64, i64) {
+    let at = |k: &str| {
+        p["gridPos"][k]
+            .as_i64()
+            .unwrap_or_else(|| panic!("{place}: gridPos.{k}"))
+    };
+    (at("x"), at("y"), at("w"), at("h"))
+}
+
+/// No two of `panels` share a cell, and each fits the 24 columns.
+fn assert_no_overlap(panels: &[&Value], what: &str) {
+    let boxes: Vec<(String, (i64, i64, i64, i64))> = panels
+        .iter()
+        .map(|p| {
+            let place = format!(
+                "{what}: panel {:?} ({})",
+                p["title"].as_str().unwrap_or("?"),
+                p["id"]
+            );
+            let g = grid(p, &place);
+            (place, g)
+        })
+        .collect();
+    for (i, (a, (x, y, w, h))) in boxes.iter().enumerate() {
+        assert!(
+            *x >= 0 && *y >= 0 && *w > 0 && *h > 0 && x + w <= 24,
+            "{a}: gridPos {:?} does not fit the 24 columns",
+            (x, y, w, h)
+        );
+        for (b, (x2, y2, w2, h2)) in &boxes[i + 1..] {
+            let apart = x + w <= *x2 || x2 + w2 <= *x || y + h <= *y2 || y2 + h2 <= *y;
+            assert!(apart, "{a} overlaps {b}");
+        }
+    }
+}
+
+/// The layout: the top-level panels (a collapsed row one unit high, its panels not laid out)
+/// do not overlap, nor do the panels of each collapsed row, which lie below it.
+#[test]
+fn dashboard_panels_do_not_overlap() {
+    let d = dashboard();
+    let top: Vec<&Value> = d["panels"].as_array().expect("panels").iter().collect();
+    assert_no_overlap(&top, "dashboard");
+    for row in top.iter().filter(|p| p["type"] == "row") {
+        let title = row["title"].as_str().unwrap_or("?");
+        let (_, row_y, _, _) = grid(row, title);
+        let nested: Vec<&Value> = row["panels"].as_array().into_iter().flatten().collect();
+        assert_no_overlap(&nested, &format!("row {title:?}"));
+        for p in nested {
+            assert!(
+                grid(p, title).1 > row_y,
+                "row {title:?}: panel {:?} lies above its row",
+                p["title"]
             );
         }
     }
