@@ -238,7 +238,8 @@ async fn guard_lost_offsets(
         skip: vec![cfg.offsets_topic(), cfg.schema_history_topic()],
         timeout: Duration::from_secs(30),
     };
-    let found = tokio::task::spawn_blocking(move || sink::past::evidence(&look))
+    let span = tracing::Span::current();
+    let found = tokio::task::spawn_blocking(move || span.in_scope(|| sink::past::evidence(&look)))
         .await
         .map_err(|e| Error::definite(format!("the lost-offsets check failed: {e}")))??;
     if found.is_empty() {

@@ -32,10 +32,12 @@ pub async fn preflight(cfg: &Config) -> Result<Vec<CheckItem>> {
     let offsets_topic = cfg.offsets_topic();
     let name = cfg.name.clone();
     let settings = sink_settings(cfg);
-    let kafka_items =
-        tokio::task::spawn_blocking(move || kafka_checks(&kcfg, &settings, &offsets_topic, &name))
-            .await
-            .map_err(|e| Error::definite(format!("preflight task failed: {e}")))?;
+    let kafka_items = tokio::task::spawn_blocking({
+        let span = tracing::Span::current();
+        move || span.in_scope(|| kafka_checks(&kcfg, &settings, &offsets_topic, &name))
+    })
+    .await
+    .map_err(|e| Error::definite(format!("preflight task failed: {e}")))?;
     let committed = kafka_items.1;
     let identity = KafkaIdentity::of_pipeline(&client_config(cfg), &cfg.name);
     items.push(kafka_security_item(&identity));

@@ -15,6 +15,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use tokio::sync::watch;
+use tracing::Instrument;
 
 use crate::capture::SkipSet;
 use crate::config::route::Router;
@@ -145,11 +146,12 @@ pub(crate) async fn run_pipeline(
     );
     let skip: SkipSet = SkipSet::default();
     let stats = Arc::new(SinkStats::default());
-    let reporter = tokio::spawn(report(stats.clone()));
-    let retention = tokio::spawn(crate::mysql::retention::watch(
-        server::ConnectOptions::from_config(&cfg.source),
-        m.clone(),
-    ));
+    // In the pipeline's span (`pipeline{name=…}` in a process of several).
+    let reporter = tokio::spawn(report(stats.clone()).in_current_span());
+    let retention = tokio::spawn(
+        crate::mysql::retention::watch(server::ConnectOptions::from_config(&cfg.source), m.clone())
+            .in_current_span(),
+    );
     // Fixed at the shutdown request: bounds the sink's waits and the joins below.
     let clock = requested_on(
         &shutdown,

@@ -111,9 +111,12 @@ pub fn start(
     rt: tokio::runtime::Handle,
 ) -> SinkHandle {
     let (ready_tx, ready) = oneshot::channel();
+    // The caller's span (a process of several pipelines: `pipeline{name=…}`) on every log
+    // line of the sink thread.
+    let span = tracing::Span::current();
     let thread = std::thread::Builder::new()
         .name("sluice-sink".into())
-        .spawn(move || run(settings, rx, stats, metrics, rt, ready_tx))
+        .spawn(move || span.in_scope(|| run(settings, rx, stats, metrics, rt, ready_tx)))
         .unwrap_or_else(|e| {
             // Thread creation only fails when the OS is out of resources.
             std::thread::spawn(move || Err(Error::definite(format!("cannot start sink: {e}"))))

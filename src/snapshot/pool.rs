@@ -6,6 +6,7 @@
 //! that fails ends (its error is its last result), and dropping the pool stops every reader.
 
 use std::sync::Arc;
+use tracing::Instrument;
 
 use tokio::sync::mpsc;
 
@@ -49,22 +50,25 @@ impl Pool {
             .into_iter()
             .map(|mut reader| {
                 let (req_rx, res_tx) = (req_rx.clone(), res_tx.clone());
-                tokio::spawn(async move {
-                    loop {
-                        let req = { req_rx.lock().await.recv().await };
-                        let Some(req) = req else { return };
-                        let out = reader.serve(&req, &res_tx).await;
-                        let failed = out.is_err();
-                        let sent = match out {
-                            Ok(None) => true,
-                            Ok(Some(o)) => res_tx.send(Ok(o)).await.is_ok(),
-                            Err(e) => res_tx.send(Err(e)).await.is_ok(),
-                        };
-                        if !sent || failed {
-                            return;
+                tokio::spawn(
+                    async move {
+                        loop {
+                            let req = { req_rx.lock().await.recv().await };
+                            let Some(req) = req else { return };
+                            let out = reader.serve(&req, &res_tx).await;
+                            let failed = out.is_err();
+                            let sent = match out {
+                                Ok(None) => true,
+                                Ok(Some(o)) => res_tx.send(Ok(o)).await.is_ok(),
+                                Err(e) => res_tx.send(Err(e)).await.is_ok(),
+                            };
+                            if !sent || failed {
+                                return;
+                            }
                         }
                     }
-                })
+                    .in_current_span(),
+                )
             })
             .collect();
         Ok(Pool {
