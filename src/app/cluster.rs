@@ -107,35 +107,44 @@ impl Supervisor {
         );
     }
 
-    /// Stops a revoked pipeline; returns when it ended or `revoke_timeout` passed.
-    async fn stop(&mut self, name: &str, lost: bool) {
-        let Some(slot) = self.running.remove(name) else {
-            return;
-        };
-        if lost {
-            slot.no_commit
-                .store(true, std::sync::atomic::Ordering::SeqCst);
-        }
-        let _ = slot.stop.send(true);
-        let mut task = slot.task;
-        match tokio::time::timeout(self.revoke_timeout, &mut task).await {
-            Ok(joined) => {
-                let joined = joined.map(|mut end| {
-                    // The refused commit is how a lost pipeline is meant to stop.
-                    if lost && matches!(&end.result, Err(e) if e.kind() == ErrorKind::Unfinished) {
-                        end.result = Ok(());
-                    }
-                    end
-                });
-                self.settle(name, joined);
-                // Handed over: its series (a growing lag, `stopped`) belong to the new owner
-                // now, not here.
-                self.kept.remove(name);
-                tracing::info!(pipeline = %name, lost, "cluster: revoked pipeline stopped");
+    /// Stops revoked pipelines, all at once; returns when they ended or `revoke_timeout`
+    /// passed (the rest go on draining).
+    async fn stop(&mut self, names: &[String], lost: bool) {
+        let mut stopping = Vec::new();
+        for name in names {
+            let Some(slot) = self.running.remove(name) else {
+                continue;
+            };
+            if lost {
+                slot.no_commit
+                    .store(true, std::sync::atomic::Ordering::SeqCst);
             }
-            Err(_) => {
-                tracing::warn!(pipeline = %name, "cluster: revoked pipeline still stopping after cluster.revoke_timeout_ms");
-                self.draining.insert(name.to_string(), task);
+            let _ = slot.stop.send(true);
+            stopping.push((name.clone(), slot.task));
+        }
+        let deadline = tokio::time::Instant::now() + self.revoke_timeout;
+        for (name, mut task) in stopping {
+            match tokio::time::timeout_at(deadline, &mut task).await {
+                Ok(joined) => {
+                    let joined = joined.map(|mut end| {
+                        // The refused commit is how a lost pipeline is meant to stop.
+                        if lost
+                            && matches!(&end.result, Err(e) if e.kind() == ErrorKind::Unfinished)
+                        {
+                            end.result = Ok(());
+                        }
+                        end
+                    });
+                    self.settle(&name, joined);
+                    // Handed over: its series (a growing lag, `stopped`) belong to the new
+                    // owner now, not here.
+                    self.kept.remove(&name);
+                    tracing::info!(pipeline = %name, lost, "cluster: revoked pipeline stopped");
+                }
+                Err(_) => {
+                    tracing::warn!(pipeline = %name, "cluster: revoked pipeline still stopping after cluster.revoke_timeout_ms");
+                    self.draining.insert(name, task);
+                }
             }
         }
     }
@@ -316,8 +325,8 @@ pub async fn run_cluster(
                 Some(Decision::Revoked { names, lost, done }) => {
                     for n in &names {
                         sup.metrics.set_assigned(n, false);
-                        sup.stop(n, lost).await;
                     }
+                    sup.stop(&names, lost).await;
                     let _ = done.send(());
                 }
                 None => break,
