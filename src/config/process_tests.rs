@@ -273,3 +273,57 @@ fn the_example_process_file_loads() {
     let p = load(&file, &[]).expect("examples/process.toml loads");
     assert_eq!(names(&p), ["crm", "shop"]);
 }
+
+#[test]
+fn the_example_cluster_section_loads_and_bad_settings_are_named() {
+    let file = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/process.toml");
+    let text = std::fs::read_to_string(&file).expect("example");
+    // The commented [cluster] section, uncommented.
+    let uncommented: String = text
+        .lines()
+        .map(|l| {
+            let t = l.trim_start_matches("# ");
+            if t.starts_with("[cluster]") || t.contains("_ms =") || t.starts_with("group =") {
+                t.to_string()
+            } else {
+                l.to_string()
+            }
+        })
+        .collect::<Vec<_>>()
+        .join("\n");
+    let (_dir, proc_file) = folder(
+        &uncommented.replace("pipelines/*.toml", "p/*.toml"),
+        &[("p/a.toml", pipeline("a", 3306, 1))],
+    );
+    let p = load(&proc_file, &[]).expect("the example's [cluster] loads");
+    let c = p.settings.cluster.expect("cluster");
+    assert_eq!(c.group, "sluice-prod");
+    assert_eq!(c.session_timeout_ms, 10000);
+    let (_dir, proc_file) = folder(
+        "pipelines = [\"a.toml\"]\n[cluster]\ngroup = \"bad group\"\nsession_timeout_ms = 1000\n\
+         heartbeat_interval_ms = 900\nrevoke_timeout_ms = 400000\n",
+        &[("a.toml", pipeline("a", 3306, 1))],
+    );
+    let text = problems(load(&proc_file, &[]).expect_err("refused"));
+    for setting in [
+        "cluster.group",
+        "cluster.session_timeout_ms",
+        "cluster.heartbeat_interval_ms",
+        "cluster.revoke_timeout_ms",
+    ] {
+        assert!(text.contains(setting), "{setting}: {text}");
+    }
+    // Cluster mode needs one Kafka cluster for all pipelines.
+    let (_dir, proc_file) = folder(
+        "pipelines = [\"p/*.toml\"]\n[cluster]\ngroup = \"g\"\n",
+        &[
+            ("p/a.toml", pipeline("a", 3306, 1)),
+            (
+                "p/b.toml",
+                pipeline("b", 3306, 2).replace("127.0.0.1:9092", "127.0.0.1:9192"),
+            ),
+        ],
+    );
+    let text = problems(load(&proc_file, &[]).expect_err("refused"));
+    assert!(text.contains("kafka.bootstrap_servers"), "{text}");
+}
