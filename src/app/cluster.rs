@@ -355,6 +355,10 @@ pub async fn run_cluster(
         let joined = task.await;
         sup.settle(&name, joined);
     }
+    // No one answers revocations any more: closing the channel makes the leave's own
+    // revocation callback return at once instead of waiting `revoke_timeout_ms` for an
+    // answer (every pipeline has stopped already).
+    drop(decisions);
     let _ = tokio::task::spawn_blocking(move || member.leave()).await;
     let _ = api_stop.send(true);
     if let Some(api) = api {
