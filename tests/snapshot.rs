@@ -866,12 +866,14 @@ async fn rows_in_the_transaction_that_creates_their_topic_arrive(flavor: Flavor)
     let total: usize = (0..tables).map(rows).sum();
     let mut missing = Vec::new();
     for isolation in ["read_committed", "read_uncommitted"] {
+        // Until every row is read (or nothing new came for 5 s): 40 new partitions may take
+        // the reader a while to start fetching on a busy machine.
         let recs = consume_raw(
             &topics,
             isolation,
-            usize::MAX,
-            Duration::from_millis(1000),
-            Duration::from_secs(60),
+            total,
+            Duration::from_millis(5000),
+            Duration::from_secs(120),
         );
         let mut by: HashMap<&str, Vec<&RawRec>> = HashMap::new();
         for r in &recs {

@@ -20,10 +20,10 @@ use tokio::sync::watch;
 use tokio::task::JoinHandle;
 use tracing::Instrument;
 
-use super::{
-    client_config, requested_on, run_pipeline, serve_api, PipelineEnd, RunOptions,
-    API_SHUTDOWN_GRACE,
+use super::run::{
+    requested_on, run_pipeline, serve_api, shutdown_timeout, PipelineEnd, API_SHUTDOWN_GRACE,
 };
+use super::settings::{client_config, RunOptions};
 use crate::cluster::group::{assignment_topic, Decision, Member};
 use crate::cluster::metrics::ClusterMetrics;
 use crate::config::cluster::ClusterConfig;
@@ -233,10 +233,7 @@ pub async fn run_cluster(
     let directory = crate::api::Pipelines::new();
     let (api_stop, api_stop_rx) = watch::channel(false);
     let api = serve_api(&api_cfg, &directory, api_stop_rx).await?;
-    let clock = requested_on(
-        &shutdown,
-        ShutdownClock::new(super::process::shutdown_timeout(&process)),
-    );
+    let clock = requested_on(&shutdown, ShutdownClock::new(shutdown_timeout(&process)));
     let names: Vec<String> = process
         .pipelines
         .iter()

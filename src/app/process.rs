@@ -16,22 +16,11 @@ use tokio::sync::watch;
 use tokio::task::JoinSet;
 use tracing::Instrument;
 
-use super::{requested_on, run_pipeline, serve_api, RunOptions, API_SHUTDOWN_GRACE};
+use super::run::{requested_on, run_pipeline, serve_api, shutdown_timeout, API_SHUTDOWN_GRACE};
+use super::settings::RunOptions;
 use crate::config::process::Process;
 use crate::error::{Error, ErrorKind, Result};
 use crate::shutdown::ShutdownClock;
-
-/// The longest `shutdown_timeout_ms` of the pipelines: the process's bound.
-pub fn shutdown_timeout(process: &Process) -> std::time::Duration {
-    process
-        .pipelines
-        .iter()
-        .map(|(_, c)| c.shutdown_timeout())
-        .max()
-        .unwrap_or(std::time::Duration::from_millis(
-            crate::config::DEFAULT_SHUTDOWN_TIMEOUT_MS,
-        ))
-}
 
 /// Runs every pipeline of `process` until a shutdown signal (or until all of them stopped).
 pub async fn run_process(
