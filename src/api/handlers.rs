@@ -7,24 +7,30 @@ use std::sync::Arc;
 
 use axum::body::Bytes;
 use axum::extract::rejection::BytesRejection;
-use axum::extract::{Request, State};
+use axum::extract::State;
 use axum::http::{header, StatusCode, Uri};
 use axum::response::{IntoResponse, Response};
 use axum::Json;
 use serde::Serialize;
 use serde_json::json;
 
-use super::pipelines::{Pipeline, PipelineName};
-use super::{
-    endpoint_list, path_fits, ApiError, Mutating, Shared, METRICS_CONTENT_TYPE,
-    OPENAPI_CONTENT_TYPE, OPENAPI_YAML,
-};
+use super::access::{Mutating, Pipeline, PipelineName, Shared};
+use super::error::ApiError;
 use crate::ops::Readiness;
 use crate::snapshot::adhoc::{AdhocRequest, Rejected};
 
 pub(super) async fn healthz() -> Json<serde_json::Value> {
     Json(json!({ "status": "ok" }))
 }
+
+/// The content type of `GET /metrics`: the Prometheus text format.
+pub const METRICS_CONTENT_TYPE: &str = "text/plain; version=0.0.4; charset=utf-8";
+
+/// The content type of `GET /openapi.yaml`.
+pub const OPENAPI_CONTENT_TYPE: &str = "application/yaml";
+
+/// The OpenAPI 3.0 document of the API (`docs/openapi.yaml`), served at `GET /openapi.yaml`.
+pub const OPENAPI_YAML: &str = include_str!("../../docs/openapi.yaml");
 
 /// `GET /readyz` with several pipelines: ready when every one is.
 #[derive(Serialize)]
@@ -217,29 +223,4 @@ pub(super) async fn request_snapshot(
 fn sibling(path: &str, last: &str) -> String {
     let parent = path.rsplit_once('/').map_or("", |(parent, _)| parent);
     format!("{parent}/{last}")
-}
-
-pub(super) async fn not_found(request: Request) -> ApiError {
-    ApiError::new(
-        StatusCode::NOT_FOUND,
-        format!(
-            "no endpoint {} {}; the endpoints are {}",
-            request.method(),
-            request.uri().path(),
-            endpoint_list(|_| true)
-        ),
-    )
-}
-
-pub(super) async fn method_not_allowed(request: Request) -> ApiError {
-    let path = request.uri().path();
-    ApiError::new(
-        StatusCode::METHOD_NOT_ALLOWED,
-        format!(
-            "{} is not allowed on {path}; it takes {}; the endpoints are {}",
-            request.method(),
-            endpoint_list(|e| path_fits(e.path, path)),
-            endpoint_list(|_| true)
-        ),
-    )
 }

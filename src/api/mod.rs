@@ -51,7 +51,9 @@
 //! [`Accepted`]: crate::snapshot::adhoc::Accepted
 //! [`AdhocRequest`]: crate::snapshot::adhoc::AdhocRequest
 
+mod access;
 pub mod client;
+mod error;
 mod guard;
 mod handlers;
 mod pipelines;
@@ -59,20 +61,22 @@ mod server;
 #[cfg(test)]
 mod tests;
 
+use access::Shared;
+pub use access::{mutation_access, Mutating, MutationAccess};
+pub use error::ApiError;
+pub use handlers::{METRICS_CONTENT_TYPE, OPENAPI_CONTENT_TYPE, OPENAPI_YAML};
 pub use pipelines::{ClusterView, PipelineHandle, Pipelines};
 
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
-use axum::extract::{DefaultBodyLimit, FromRequestParts, Request, State};
-use axum::http::request::Parts;
-use axum::http::{header, HeaderValue, StatusCode};
+use axum::extract::{DefaultBodyLimit, Request, State};
+use axum::http::{header, StatusCode};
 use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{on, MethodFilter, MethodRouter};
-use axum::{Json, Router};
-use serde_json::json;
+use axum::Router;
 use tokio::net::TcpListener;
 use tokio::sync::{watch, Semaphore};
 use tokio::task::JoinHandle;
@@ -86,15 +90,6 @@ pub const MAX_BODY_BYTES: usize = 64 * 1024;
 
 /// Requests handled at the same time; more are answered 503 at once.
 pub const MAX_IN_FLIGHT: usize = 64;
-
-/// The content type of `GET /metrics`: the Prometheus text format.
-pub const METRICS_CONTENT_TYPE: &str = "text/plain; version=0.0.4; charset=utf-8";
-
-/// The content type of `GET /openapi.yaml`.
-pub const OPENAPI_CONTENT_TYPE: &str = "application/yaml";
-
-/// The OpenAPI 3.0 document of the API (`docs/openapi.yaml`), served at `GET /openapi.yaml`.
-pub const OPENAPI_YAML: &str = include_str!("../../docs/openapi.yaml");
 
 /// An HTTP method the API serves.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -242,44 +237,6 @@ impl ApiState {
     }
 }
 
-/// Who may call the mutating endpoints.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum MutationAccess {
-    /// Callers presenting `Authorization: Bearer <api.token>`.
-    Token,
-    /// Anyone who can connect: no token, but the API listens on a loopback address only.
-    Open,
-    /// Nobody: no token and the API listens on a non-loopback address.
-    Refused,
-}
-
-/// The rule for the mutating endpoints: a configured token is always required; without one
-/// they are open on a loopback `listen` address and refused on any other (an unspecified
-/// address such as `0.0.0.0` listens on every interface, so it is not loopback).
-pub fn mutation_access(listen: &SocketAddr, token_set: bool) -> MutationAccess {
-    if token_set {
-        MutationAccess::Token
-    } else if listen.ip().is_loopback() {
-        MutationAccess::Open
-    } else {
-        MutationAccess::Refused
-    }
-}
-
-struct Shared {
-    /// The pipelines the requests act on.
-    pipelines: Pipelines,
-    token: Option<Secret<String>>,
-    /// What `GET /metrics` renders.
-    metrics: prometheus::Registry,
-    access: MutationAccess,
-    listen: SocketAddr,
-    in_flight: Semaphore,
-    allowed_hosts: Vec<String>,
-    allowed_origins: Vec<String>,
-    request_timeout: Duration,
-}
-
 /// A running API server.
 pub struct ApiServer {
     /// The address it listens on (with the port chosen when `api.listen` has port 0).
@@ -382,129 +339,6 @@ fn router(shared: Arc<Shared>) -> Router {
         .with_state(shared)
 }
 
-/// An error answer: `{"error": message}` with its status.
-#[derive(Debug)]
-pub struct ApiError {
-    status: StatusCode,
-    message: String,
-}
-
-impl ApiError {
-    fn new(status: StatusCode, message: impl Into<String>) -> Self {
-        ApiError {
-            status,
-            message: message.into(),
-        }
-    }
-}
-
-impl IntoResponse for ApiError {
-    fn into_response(self) -> Response {
-        let mut response = (self.status, Json(json!({ "error": self.message }))).into_response();
-        if self.status == StatusCode::UNAUTHORIZED {
-            response.headers_mut().insert(
-                header::WWW_AUTHENTICATE,
-                HeaderValue::from_static("Bearer realm=\"sluice\""),
-            );
-        }
-        response
-    }
-}
-
-/// Proof that the caller may use a mutating endpoint (see [`mutation_access`]); the rejection
-/// is 401 (no or wrong token) or 403 (refused without a token).
-pub struct Mutating;
-
-impl FromRequestParts<Arc<Shared>> for Mutating {
-    type Rejection = ApiError;
-
-    async fn from_request_parts(
-        parts: &mut Parts,
-        shared: &Arc<Shared>,
-    ) -> Result<Self, Self::Rejection> {
-        let origin = parts
-            .headers
-            .get(header::ORIGIN)
-            .map(|v| v.to_str().unwrap_or("(not text)"));
-        if !guard::origin_allowed(origin, &shared.allowed_origins) {
-            return Err(ApiError::new(
-                StatusCode::FORBIDDEN,
-                format!(
-                    "{} {} from a web page (Origin {}) is refused: pages may change the \
-                     pipeline only from an origin listed in api.allowed_origins",
-                    parts.method,
-                    parts.uri.path(),
-                    origin.unwrap_or_default()
-                ),
-            ));
-        }
-        mutation_allowed(parts, shared)?;
-        if guard::has_body(&parts.headers) && !guard::is_json(&parts.headers) {
-            return Err(ApiError::new(
-                StatusCode::UNSUPPORTED_MEDIA_TYPE,
-                format!(
-                    "{} {} takes a JSON body: send `Content-Type: application/json` (or no \
-                     body)",
-                    parts.method,
-                    parts.uri.path()
-                ),
-            ));
-        }
-        Ok(Mutating)
-    }
-}
-
-/// The token or loopback rule of [`mutation_access`] for one request.
-fn mutation_allowed(parts: &Parts, shared: &Shared) -> Result<(), ApiError> {
-    match shared.access {
-        MutationAccess::Open => Ok(()),
-        MutationAccess::Refused => Err(ApiError::new(
-            StatusCode::FORBIDDEN,
-            format!(
-                "{} {} is refused: the API listens on {}, which is not a loopback \
-                 address, and no token is configured; set api.token (or \
-                 SLUICE_API_TOKEN) and send `Authorization: Bearer <token>`, or listen \
-                 on a loopback address (api.listen = \"127.0.0.1:8089\")",
-                parts.method,
-                parts.uri.path(),
-                shared.listen
-            ),
-        )),
-        MutationAccess::Token => {
-            let expected = shared.token.as_ref().map(|t| t.expose().as_bytes());
-            let given = parts
-                .headers
-                .get(header::AUTHORIZATION)
-                .and_then(|v| v.to_str().ok())
-                .and_then(bearer_token);
-            match (given, expected) {
-                (Some(given), Some(expected)) if same_bytes(given.as_bytes(), expected) => Ok(()),
-                (None, _) => Err(ApiError::new(
-                    StatusCode::UNAUTHORIZED,
-                    "this endpoint needs `Authorization: Bearer <token>` with the token \
-                     of api.token",
-                )),
-                _ => Err(ApiError::new(
-                    StatusCode::UNAUTHORIZED,
-                    "the bearer token is not api.token",
-                )),
-            }
-        }
-    }
-}
-
-/// The token of an `Authorization: Bearer <token>` value (the scheme in any case).
-fn bearer_token(value: &str) -> Option<&str> {
-    let (scheme, token) = value.trim().split_once(' ')?;
-    let token = token.trim();
-    (scheme.eq_ignore_ascii_case("bearer") && !token.is_empty()).then_some(token)
-}
-
-/// Compares in time independent of where the bytes differ.
-fn same_bytes(a: &[u8], b: &[u8]) -> bool {
-    a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
-}
-
 /// Refuses a `Host` that is not an IP address, a loopback name or in `api.allowed_hosts`.
 async fn host_check(State(shared): State<Arc<Shared>>, request: Request, next: Next) -> Response {
     let host = request
@@ -557,4 +391,29 @@ async fn limit_in_flight(
         )
         .into_response(),
     }
+}
+
+async fn not_found(request: Request) -> ApiError {
+    ApiError::new(
+        StatusCode::NOT_FOUND,
+        format!(
+            "no endpoint {} {}; the endpoints are {}",
+            request.method(),
+            request.uri().path(),
+            endpoint_list(|_| true)
+        ),
+    )
+}
+
+async fn method_not_allowed(request: Request) -> ApiError {
+    let path = request.uri().path();
+    ApiError::new(
+        StatusCode::METHOD_NOT_ALLOWED,
+        format!(
+            "{} is not allowed on {path}; it takes {}; the endpoints are {}",
+            request.method(),
+            endpoint_list(|e| path_fits(e.path, path)),
+            endpoint_list(|_| true)
+        ),
+    )
 }

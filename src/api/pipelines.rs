@@ -8,11 +8,9 @@
 use std::collections::BTreeMap;
 use std::sync::{Arc, RwLock, RwLockReadGuard, RwLockWriteGuard};
 
-use axum::extract::{FromRequestParts, OptionalFromRequestParts, Path};
-use axum::http::request::Parts;
 use axum::http::StatusCode;
 
-use super::{ApiError, Shared};
+use super::error::ApiError;
 use crate::ops::Ops;
 use crate::snapshot::adhoc::SnapshotControl;
 
@@ -150,46 +148,4 @@ impl Pipelines {
 /// `a, b, c`.
 fn list<'a>(names: impl Iterator<Item = &'a String>) -> String {
     names.map(String::as_str).collect::<Vec<_>>().join(", ")
-}
-
-/// The `{name}` of a `/pipelines/{name}/...` path (percent-decoded); `None` on the
-/// single-pipeline paths.
-pub(super) struct PipelineName(pub(super) Option<String>);
-
-impl FromRequestParts<Arc<Shared>> for PipelineName {
-    type Rejection = ApiError;
-
-    async fn from_request_parts(
-        parts: &mut Parts,
-        shared: &Arc<Shared>,
-    ) -> Result<Self, Self::Rejection> {
-        let name = <Path<String> as OptionalFromRequestParts<_>>::from_request_parts(parts, shared)
-            .await
-            .map_err(|e| {
-                ApiError::new(
-                    StatusCode::BAD_REQUEST,
-                    format!("{}: the pipeline name in the path: {e}", parts.uri.path()),
-                )
-            })?;
-        Ok(PipelineName(name.map(|Path(n)| n)))
-    }
-}
-
-/// The pipeline a request acts on, resolved by [`Pipelines::resolve`]: the one its path
-/// names, else the only one. Its rejection is the [`ApiError`] of the resolution.
-pub(super) struct Pipeline(pub(super) PipelineHandle);
-
-impl FromRequestParts<Arc<Shared>> for Pipeline {
-    type Rejection = ApiError;
-
-    async fn from_request_parts(
-        parts: &mut Parts,
-        shared: &Arc<Shared>,
-    ) -> Result<Self, Self::Rejection> {
-        let PipelineName(name) = PipelineName::from_request_parts(parts, shared).await?;
-        shared
-            .pipelines
-            .resolve(name.as_deref(), parts.uri.path())
-            .map(Pipeline)
-    }
 }

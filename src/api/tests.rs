@@ -13,6 +13,7 @@ use serde_json::{json, Value};
 use tokio::sync::watch;
 use yaml_rust2::{Yaml, YamlLoader};
 
+use super::access::{bearer_token, same_bytes};
 use super::client::{Client, Totals};
 use super::*;
 use crate::ops::{Ops, TableInfo};
