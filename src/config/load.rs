@@ -24,20 +24,14 @@ impl Config {
     /// and validates. Errors about the file's content are wrapped in
     /// [`ConfigError::InFile`].
     pub fn load(path: &Path) -> Result<Config, ConfigError> {
-        let text = std::fs::read_to_string(path).map_err(|e| {
-            if e.kind() == std::io::ErrorKind::NotFound {
-                ConfigError::NotFound {
-                    path: path.to_path_buf(),
-                }
-            } else {
-                ConfigError::Read {
-                    path: path.to_path_buf(),
-                    source: e,
-                }
-            }
-        })?;
+        let text = read_file(path)?;
+        Config::load_text(path, &text)
+    }
+
+    /// [`Config::load`] of `text`, already read from `path`.
+    pub(super) fn load_text(path: &Path, text: &str) -> Result<Config, ConfigError> {
         let env = env::process_env()?;
-        Config::from_str_with_env(&text, env).map_err(|e| match e {
+        Config::from_str_with_env(text, env).map_err(|e| match e {
             e @ ConfigError::Env { .. } => e,
             other => ConfigError::InFile {
                 path: path.to_path_buf(),
@@ -148,4 +142,21 @@ fn deserialize_error(text: &str, err: &toml::de::Error, applied: &[String]) -> C
     ConfigError::Toml {
         message: format!("invalid configuration: {}", redact_text(&message)),
     }
+}
+
+/// The text of the configuration file at `path`; a missing file is
+/// [`ConfigError::NotFound`].
+pub(super) fn read_file(path: &Path) -> Result<String, ConfigError> {
+    std::fs::read_to_string(path).map_err(|e| {
+        if e.kind() == std::io::ErrorKind::NotFound {
+            ConfigError::NotFound {
+                path: path.to_path_buf(),
+            }
+        } else {
+            ConfigError::Read {
+                path: path.to_path_buf(),
+                source: e,
+            }
+        }
+    })
 }

@@ -28,6 +28,7 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
+use super::load::read_file;
 use super::{api, env, redact_text, ApiConfig, Config, ConfigError, Problem};
 
 /// The settings of a process file.
@@ -71,9 +72,9 @@ pub enum Loaded {
 /// Loads the file at `path` as a process file when it has a top-level `pipelines` key, as a
 /// single pipeline file otherwise; applies the process's `SLUICE_*` environment.
 pub fn load_any(path: &Path) -> Result<Loaded, ConfigError> {
-    let text = read(path)?;
+    let text = read_file(path)?;
     if !is_process_file(&text) {
-        return Config::load(path).map(|c| Loaded::Single(Box::new(c)));
+        return Config::load_text(path, &text).map(|c| Loaded::Single(Box::new(c)));
     }
     let env = env::process_env()?;
     load_process(path, &text, env).map(|p| Loaded::Process(Box::new(p)))
@@ -112,7 +113,7 @@ pub fn load_process(
         .collect();
     let mut pipelines = Vec::with_capacity(files.len());
     for file in files {
-        let text = read(&file)?;
+        let text = read_file(&file)?;
         let cfg = parse_pipeline(&text).map_err(|e| ConfigError::InFile {
             path: file.clone(),
             inner: Box::new(e),
@@ -444,19 +445,4 @@ fn same_server(a: &Config, b: &Config) -> bool {
             .url
             .host()
             .eq_ignore_ascii_case(b.source.url.host())
-}
-
-fn read(path: &Path) -> Result<String, ConfigError> {
-    std::fs::read_to_string(path).map_err(|e| {
-        if e.kind() == std::io::ErrorKind::NotFound {
-            ConfigError::NotFound {
-                path: path.to_path_buf(),
-            }
-        } else {
-            ConfigError::Read {
-                path: path.to_path_buf(),
-                source: e,
-            }
-        }
-    })
 }

@@ -19,7 +19,7 @@ pub mod rows;
 use std::collections::HashMap;
 use std::ops::{Deref, DerefMut};
 use std::os::unix::process::CommandExt;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -386,26 +386,7 @@ format = "json"
 
     /// Starts `sluice run` on this pipeline; killed when the returned guard is dropped.
     pub fn spawn(&self) -> KillOnDrop {
-        let child = sluice_command()
-            .args(["run", "--config"])
-            .arg(&self.config)
-            // `SLUICE_TEST_LOG` (e.g. `info,rdkafka=debug` with
-            // `SLUICE_KAFKA_PROPERTY_DEBUG=msg,eos`) to look closer at a failing test.
-            .env(
-                "SLUICE_LOG",
-                std::env::var("SLUICE_TEST_LOG").unwrap_or_else(|_| "info".into()),
-            )
-            .stdout(Stdio::null())
-            .stderr(Stdio::from(
-                std::fs::OpenOptions::new()
-                    .create(true)
-                    .append(true)
-                    .open(self._dir.path().join("sluice.log"))
-                    .expect("log file"),
-            ))
-            .spawn()
-            .expect("spawn sluice");
-        KillOnDrop(child)
+        spawn_run(&self.config, &self._dir.path().join("sluice.log"))
     }
 
     /// The log of all spawned instances.
@@ -539,6 +520,30 @@ impl Drop for KillOnDrop {
         }
         let _ = self.0.wait();
     }
+}
+
+/// Starts `sluice run --config <config>`, its log appended to `log`; killed when the returned
+/// guard is dropped. `SLUICE_TEST_LOG` (e.g. `info,librdkafka=debug` with
+/// `SLUICE_KAFKA_PROPERTY_DEBUG=msg,eos`) to look closer at a failing test.
+pub fn spawn_run(config: &Path, log: &Path) -> KillOnDrop {
+    let child = sluice_command()
+        .args(["run", "--config"])
+        .arg(config)
+        .env(
+            "SLUICE_LOG",
+            std::env::var("SLUICE_TEST_LOG").unwrap_or_else(|_| "info".into()),
+        )
+        .stdout(Stdio::null())
+        .stderr(Stdio::from(
+            std::fs::OpenOptions::new()
+                .create(true)
+                .append(true)
+                .open(log)
+                .expect("log file"),
+        ))
+        .spawn()
+        .expect("spawn sluice");
+    KillOnDrop(child)
 }
 
 /// The `sluice` binary under test, with [`die_with_test`]'s safety net.

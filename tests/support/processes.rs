@@ -4,7 +4,6 @@
 
 use std::collections::BTreeMap;
 use std::path::Path;
-use std::process::{Child, Stdio};
 use std::time::Duration;
 
 use serde_json::Value;
@@ -84,24 +83,7 @@ pub fn write_process(dir: &Path, members: &[&Member], extra: &str) -> std::path:
 }
 
 pub fn spawn(file: &Path, log: &Path) -> KillOnDrop {
-    let child: Child = sluice_command()
-        .args(["run", "--config"])
-        .arg(file)
-        .env(
-            "SLUICE_LOG",
-            std::env::var("SLUICE_TEST_LOG").unwrap_or_else(|_| "info".into()),
-        )
-        .stdout(Stdio::null())
-        .stderr(Stdio::from(
-            std::fs::OpenOptions::new()
-                .create(true)
-                .append(true)
-                .open(log)
-                .expect("log"),
-        ))
-        .spawn()
-        .expect("spawn sluice");
-    KillOnDrop(child)
+    spawn_run(file, log)
 }
 
 /// The API address from the `api listening` log line.
