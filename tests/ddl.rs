@@ -167,12 +167,14 @@ fn without_optional_metadata(tme: &TableMapEvent<'_>) -> TableMapEvent<'static> 
 
 /// A schema with every charset id replaced by its encoding class (the tracked path knows a
 /// charset by name, the table map by its exact collation id).
-/// The table map's schema with what only the definition knows: MariaDB logs UUID as
-/// BINARY(16) and VECTOR(n) as VARBINARY(4n); sluice takes those types from the definition.
+/// The table map's schema with what only the definition knows: MariaDB logs UUID and INET6 as
+/// BINARY(16), INET4 as BINARY(4) and VECTOR(n) as VARBINARY(4n); sluice takes those types from the definition.
 fn with_tracked_types(mut logged: TableSchema, def: &TableDef) -> TableSchema {
     for (c, d) in logged.columns.iter_mut().zip(&def.columns) {
         match (d.base_type(), &c.kind) {
             ("uuid", ColumnKind::String { max_bytes: 16, .. }) => c.kind = ColumnKind::Uuid,
+            ("inet6", ColumnKind::String { max_bytes: 16, .. }) => c.kind = ColumnKind::Inet6,
+            ("inet4", ColumnKind::String { max_bytes: 4, .. }) => c.kind = ColumnKind::Inet4,
             ("vector", ColumnKind::String { max_bytes, .. }) => {
                 c.kind = ColumnKind::Vector {
                     dimensions: Some(u32::from(*max_bytes / 4)),

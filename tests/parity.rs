@@ -182,7 +182,7 @@ fn is_last(r: &Record) -> bool {
 const DEBEZIUM_CANNOT_CAPTURE: &[(&str, &str)] = &[(
     "INET6",
     "Debezium 3.5's DDL parser refuses the type (its task fails: \"DDL statement couldn't be \
-     parsed\"); sluice writes the 16 stored bytes",
+     parsed\"); sluice writes the text the server prints (`2001:db8::1`)",
 )];
 
 /// The type matrix: per table, its name and columns.

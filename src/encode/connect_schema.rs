@@ -22,6 +22,7 @@
 //! | ENUM, SET | `string` `io.debezium.data.Enum` / `io.debezium.data.EnumSet`, `allowed` |
 //! | JSON | `string` `io.debezium.data.Json` |
 //! | MariaDB UUID | `string` `io.debezium.data.Uuid` |
+//! | MariaDB INET6 / INET4 | `string` (the server's text; Debezium cannot read these types) |
 //! | BIT(1) / BIT(n) | `boolean` / `bytes` `io.debezium.data.Bits`, `length` |
 //! | GEOMETRY | struct `io.debezium.data.geometry.Geometry` (`wkb`, `srid`) |
 //! | POINT | struct `io.debezium.data.geometry.Point` (`x`, `y`, `wkb`, `srid`) |
@@ -199,6 +200,7 @@ fn column_schema(s: &mut String, col: &Column) {
         ),
         ColumnKind::Json => named(s, "string", "io.debezium.data.Json"),
         ColumnKind::Uuid => named(s, "string", "io.debezium.data.Uuid"),
+        ColumnKind::Inet6 | ColumnKind::Inet4 => plain(s, "string"),
         ColumnKind::Bit { bits: 1 } => plain(s, "boolean"),
         ColumnKind::Bit { bits } => with_param(
             s,
@@ -301,6 +303,7 @@ mod tests {
                 col("g", ColumnKind::Geometry, true),
                 col("bits", ColumnKind::Bit { bits: 9 }, false),
                 col("u", ColumnKind::Uuid, true),
+                col("ip", ColumnKind::Inet6, true),
             ],
             primary_key: vec![0],
         }
@@ -367,6 +370,10 @@ mod tests {
             field(before, "u"),
             &json!({"type": "string", "optional": true, "name": "io.debezium.data.Uuid",
                     "version": 1, "field": "u"})
+        );
+        assert_eq!(
+            field(before, "ip"),
+            &json!({"type": "string", "optional": true, "field": "ip"})
         );
         let source = field(&env, "source");
         assert_eq!(source["name"], "io.debezium.connector.mariadb.Source");

@@ -273,6 +273,21 @@ fn write_bytes(out: &mut Vec<u8>, kind: &ColumnKind, b: &[u8]) {
             // Not 16 bytes: never from MariaDB; the bytes rather than a made-up text.
             None => write_base64(out, b),
         },
+        ColumnKind::Inet6 | ColumnKind::Inet4 => {
+            let text = match kind {
+                ColumnKind::Inet6 => crate::encode::inet_text::inet6_text(b),
+                _ => crate::encode::inet_text::inet4_text(b),
+            };
+            match text {
+                Some(text) => {
+                    out.push(b'"');
+                    out.extend_from_slice(text.as_bytes());
+                    out.push(b'"');
+                }
+                // Another length: never from MariaDB; the bytes rather than a made-up text.
+                None => write_base64(out, b),
+            }
+        }
         _ => write_base64(out, b),
     }
 }
@@ -738,6 +753,23 @@ mod tests {
             json!("AQI=")
         );
         assert_eq!(render(ColumnKind::Uuid, Value::Null), J::Null);
+        let mut v6 = [0u8; 16];
+        v6[10] = 0xff;
+        v6[11] = 0xff;
+        v6[12..].copy_from_slice(&[192, 0, 2, 1]);
+        assert_eq!(
+            render(ColumnKind::Inet6, Value::Bytes(v6.to_vec())),
+            json!("::ffff:192.0.2.1")
+        );
+        assert_eq!(
+            render(ColumnKind::Inet4, Value::Bytes(vec![10, 0, 0, 255])),
+            json!("10.0.0.255")
+        );
+        assert_eq!(
+            render(ColumnKind::Inet4, Value::Bytes(vec![1, 2])),
+            json!("AQI=")
+        );
+        assert_eq!(render(ColumnKind::Inet6, Value::Null), J::Null);
     }
 
     #[test]

@@ -4,6 +4,7 @@ pub mod avro;
 pub mod change;
 pub mod connect_schema;
 pub mod envelope;
+pub mod inet_text;
 pub mod json;
 pub mod json_value;
 pub mod key_header;

@@ -128,6 +128,13 @@ pub enum ColumnKind {
     /// Debezium's `io.debezium.data.Uuid`. Known only from the tracked definition (the table
     /// map logs a `BINARY(16)`).
     Uuid,
+    /// MariaDB's `INET6`: stored and logged as `BINARY(16)` (network order); written as the
+    /// text the server prints (`2001:db8::1`, `::ffff:192.0.2.1`). Known only from the tracked
+    /// definition.
+    Inet6,
+    /// MariaDB's `INET4` (11.3+): stored and logged as `BINARY(4)`; written as `a.b.c.d`.
+    /// Known only from the tracked definition.
+    Inet4,
     /// MySQL 9 `VECTOR(n)`: packed little-endian `f32`s.
     Vector {
         /// Number of dimensions if the table map logged it.
@@ -216,6 +223,8 @@ impl ColumnKind {
             ColumnKind::Geometry => "GEOMETRY",
             ColumnKind::Point => "POINT",
             ColumnKind::Uuid => "UUID",
+            ColumnKind::Inet6 => "INET6",
+            ColumnKind::Inet4 => "INET4",
             ColumnKind::Vector { .. } => "VECTOR",
         }
     }

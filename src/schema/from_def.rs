@@ -67,20 +67,10 @@ impl TableSchema {
                 "varchar" => string(false, charset),
                 "binary" => string(true, BINARY_CHARSET),
                 // MariaDB's UUID / INET6 / INET4: stored (and logged) as BINARY(16) / BINARY(4);
-                // information_schema gives them no octet length. A UUID is written as its text.
+                // information_schema gives them no octet length. Each is written as its text.
                 "uuid" => ColumnKind::Uuid,
-                "inet6" => ColumnKind::String {
-                    charset: BINARY_CHARSET,
-                    binary: true,
-                    fixed: true,
-                    max_bytes: 16,
-                },
-                "inet4" => ColumnKind::String {
-                    charset: BINARY_CHARSET,
-                    binary: true,
-                    fixed: true,
-                    max_bytes: 4,
-                },
+                "inet6" => ColumnKind::Inet6,
+                "inet4" => ColumnKind::Inet4,
                 "varbinary" => string(false, BINARY_CHARSET),
                 "tinytext" | "text" | "mediumtext" | "longtext" => ColumnKind::Blob {
                     charset,

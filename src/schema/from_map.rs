@@ -119,6 +119,8 @@ fn column_kind(col: &RawColumn, f: &ColumnFacts) -> Option<ColumnKind> {
             max_bytes,
         },
         RealType::Char { max_bytes: 16 } if f.uuid => ColumnKind::Uuid,
+        RealType::Char { max_bytes: 16 } if f.inet => ColumnKind::Inet6,
+        RealType::Char { max_bytes: 4 } if f.inet => ColumnKind::Inet4,
         RealType::Char { max_bytes } => ColumnKind::String {
             charset,
             binary: charset == BINARY_CHARSET,

@@ -28,6 +28,9 @@ pub(super) struct ColumnFacts {
     pub(super) point: Option<bool>,
     /// Whether a `BINARY(16)` column is MariaDB's UUID (known from the tracked type only).
     pub(super) uuid: bool,
+    /// Whether a `BINARY(16)` / `BINARY(4)` column is MariaDB's INET6 / INET4 (known from the
+    /// tracked type only).
+    pub(super) inet: bool,
     /// Whether a `VARBINARY(4n)` column is MariaDB's VECTOR(n) (known from the tracked type
     /// only).
     pub(super) vector: bool,
@@ -164,6 +167,7 @@ impl MapMetadata {
             dimensions: self.dims.get(i).copied().flatten(),
             point: self.points.get(i).copied().flatten(),
             uuid: false,
+            inet: false,
             vector: false,
         }
     }

@@ -446,10 +446,28 @@ fn tracked_def_special_types() {
     ];
     let s = TableSchema::from_table_map_with_def(&b.event(), ServerFlavor::MariaDb, &def).unwrap();
     // The UUID behind its logged BINARY(16) is known from the definition only (and is kept in
-    // the definition recorded from the schema); INET4 stays its stored bytes.
+    // the definition recorded from the schema), as is the INET4 behind its BINARY(4).
     assert_eq!(s.columns[0].kind, ColumnKind::Uuid);
+    assert_eq!(s.columns[1].kind, ColumnKind::Inet4);
+    let again = TableDef::from_schema(&s);
+    assert_eq!(again.columns[0].sql_type, "uuid");
+    assert_eq!(again.columns[1].sql_type, "inet4");
+    let s2 =
+        TableSchema::from_table_map_with_def(&b.event(), ServerFlavor::MariaDb, &again).unwrap();
+    assert_eq!(s2.columns[0].kind, ColumnKind::Uuid);
+    assert_eq!(s2.columns[1].kind, ColumnKind::Inet4);
+    // A definition that says BINARY(4) keeps the bytes.
+    let mut plain = TableDef::new("d", "t");
+    plain.columns = vec![
+        tracked::ColumnDef::new("u", "binary(16)"),
+        tracked::ColumnDef::new("i4", "binary(4)"),
+        tracked::ColumnDef::new("j", "json"),
+        tracked::ColumnDef::new("v", "vector(3)"),
+    ];
+    let bare =
+        TableSchema::from_table_map_with_def(&b.event(), ServerFlavor::MariaDb, &plain).unwrap();
     assert!(matches!(
-        s.columns[1].kind,
+        bare.columns[1].kind,
         ColumnKind::String {
             binary: true,
             fixed: true,
@@ -457,11 +475,6 @@ fn tracked_def_special_types() {
             ..
         }
     ));
-    let again = TableDef::from_schema(&s);
-    assert_eq!(again.columns[0].sql_type, "uuid");
-    let s2 =
-        TableSchema::from_table_map_with_def(&b.event(), ServerFlavor::MariaDb, &again).unwrap();
-    assert_eq!(s2.columns[0].kind, ColumnKind::Uuid);
     assert!(matches!(
         s.columns[2].kind,
         ColumnKind::Blob { binary: false, .. }

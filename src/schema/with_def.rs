@@ -115,6 +115,7 @@ impl TableSchema {
                     f.point = Some(c.base_type() == "point");
                 }
                 f.uuid = c.base_type() == "uuid";
+                f.inet = matches!(c.base_type(), "inet6" | "inet4");
                 f.vector = c.base_type() == "vector";
                 if f.dimensions.is_none() && c.base_type() == "vector" {
                     f.dimensions = tracked::type_args(&c.sql_type)

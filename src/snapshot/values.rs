@@ -15,7 +15,7 @@
 //! | YEAR                           | the column                  | `Int` / `UInt`       | `Year` (0 for the zero year)            |
 //! | BIT(n)                         | the column                  | ⌈n/8⌉ bytes, big-endian | `Bit`                                |
 //! | ENUM / SET                     | `CAST(`c` AS UNSIGNED)`     | integer              | `Enum(index)` / `Set(bitmask)`          |
-//! | BINARY(n) (and MariaDB UUID, INET6, INET4) | `CAST(`c` AS BINARY(n))` | `n` bytes  | `Bytes`, stored bytes, zero-padded      |
+//! | BINARY(n) (and MariaDB UUID, INET6, INET4) | `CAST(`c` AS BINARY(n))` | `n` bytes  | `Bytes`, stored bytes, zero-padded (UUID, INET: exactly `n`) |
 //! | CHAR, VARCHAR, TEXT, VARBINARY, BLOB, MariaDB JSON | the column | stored bytes     | `Bytes`                                 |
 //! | MySQL JSON                     | the column                  | the server's text    | `Json`: the text made compact ([`compact_json`]) |
 //! | GEOMETRY                       | the column                  | SRID + WKB           | `Geometry`                              |
@@ -85,7 +85,8 @@ pub fn select_expr(col: &Column) -> String {
             max_bytes,
             ..
         } => format!("CAST({name} AS BINARY({max_bytes})) AS {name}"),
-        ColumnKind::Uuid => format!("CAST({name} AS BINARY(16)) AS {name}"),
+        ColumnKind::Uuid | ColumnKind::Inet6 => format!("CAST({name} AS BINARY(16)) AS {name}"),
+        ColumnKind::Inet4 => format!("CAST({name} AS BINARY(4)) AS {name}"),
         _ => name,
     }
 }
@@ -329,6 +330,10 @@ fn decode_value(kind: &ColumnKind, v: Sql) -> std::result::Result<Value, Mismatc
         (ColumnKind::String { .. } | ColumnKind::Blob { .. }, Sql::Bytes(b)) => Ok(Value::Bytes(b)),
         (ColumnKind::Uuid, Sql::Bytes(b)) if b.len() == 16 => Ok(Value::Bytes(b)),
         (ColumnKind::Uuid, Sql::Bytes(_)) => Err(fail("the 16 stored bytes of a UUID".into())),
+        (ColumnKind::Inet6, Sql::Bytes(b)) if b.len() == 16 => Ok(Value::Bytes(b)),
+        (ColumnKind::Inet6, Sql::Bytes(_)) => Err(fail("the 16 stored bytes of an INET6".into())),
+        (ColumnKind::Inet4, Sql::Bytes(b)) if b.len() == 4 => Ok(Value::Bytes(b)),
+        (ColumnKind::Inet4, Sql::Bytes(_)) => Err(fail("the 4 stored bytes of an INET4".into())),
         (ColumnKind::Json, Sql::Bytes(b)) => compact_json(&b)
             .map(Value::Json)
             .map_err(|e| fail(format!("JSON text ({e})"))),
@@ -372,6 +377,8 @@ fn expected_shape(kind: &ColumnKind) -> &'static str {
         | ColumnKind::Geometry
         | ColumnKind::Point
         | ColumnKind::Uuid
+        | ColumnKind::Inet6
+        | ColumnKind::Inet4
         | ColumnKind::Vector { .. } => "string (bytes)",
     }
 }
@@ -930,6 +937,17 @@ mod tests {
             Value::Bytes(stored)
         );
         assert!(one(ColumnKind::Uuid, Sql::Bytes(vec![0; 15])).is_err());
+        assert_eq!(
+            one(ColumnKind::Inet6, Sql::Bytes(vec![7; 16])).unwrap(),
+            Value::Bytes(vec![7; 16])
+        );
+        assert_eq!(
+            one(ColumnKind::Inet4, Sql::Bytes(vec![7; 4])).unwrap(),
+            Value::Bytes(vec![7; 4])
+        );
+        // A text form (the column read without its CAST) is refused, not taken for bytes.
+        assert!(one(ColumnKind::Inet4, Sql::Bytes(b"1.2.3.4".to_vec())).is_err());
+        assert!(one(ColumnKind::Inet6, Sql::Bytes(b"::1".to_vec())).is_err());
         assert_eq!(
             one(ColumnKind::Geometry, Sql::Bytes(vec![0, 0, 0, 0, 1])).unwrap(),
             Value::Geometry(vec![0, 0, 0, 0, 1])

@@ -1,6 +1,6 @@
 //! The type matrix shared by the tests that go through every column type family: one table per
 //! family, each column with two literal values (row A and row B), on both servers (MariaDB gets
-//! its own UUID/INET6 table).
+//! its own UUID/INET6/INET4 table).
 
 use super::{exec, Flavor};
 
@@ -43,9 +43,10 @@ pub enum Fam {
     Geom,
     /// POINT: (srid, WKB hex, x, y), Debezium's `io.debezium.data.geometry.Point`.
     Point,
-    /// MariaDB INET6: the binlog does not name the type, so it arrives as its 16 stored bytes
-    /// (hex), compared with the server's own binary form.
-    Raw16,
+    /// MariaDB INET6 / INET4: the text the server prints, compared with the server's own
+    /// `CAST(c AS CHAR)` (the binlog logs BINARY(16) / BINARY(4); the type comes from the
+    /// tracked definition).
+    Inet,
     /// VECTOR(n): an array of n floats (`io.debezium.data.FloatVector`), compared as the
     /// little-endian `f32` bytes the server stores (hex).
     FloatVec,
@@ -298,10 +299,11 @@ pub fn matrix(flavor: Flavor) -> Vec<(&'static str, Vec<Col>)> {
                 col(
                     "ip",
                     "INET6",
-                    Raw16,
+                    Inet,
                     "'2001:db8::ff00:42:8329'",
                     "'::ffff:192.0.2.1'",
                 ),
+                col("ip4", "INET4", Inet, "'192.0.2.1'", "'10.0.0.0'"),
             ],
         ));
     }

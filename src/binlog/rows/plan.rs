@@ -98,9 +98,15 @@ impl RowDecoder {
                         Cell::Str { prefix }
                     }
                 }
-                (RealType::Char { max_bytes: 16 }, ColumnKind::Uuid) => Cell::FixedBinary {
+                (RealType::Char { max_bytes: 16 }, ColumnKind::Uuid | ColumnKind::Inet6) => {
+                    Cell::FixedBinary {
+                        prefix: 1,
+                        pad_to: 16,
+                    }
+                }
+                (RealType::Char { max_bytes: 4 }, ColumnKind::Inet4) => Cell::FixedBinary {
                     prefix: 1,
-                    pad_to: 16,
+                    pad_to: 4,
                 },
                 (RealType::Blob { prefix }, ColumnKind::Blob { .. }) => Cell::Blob { prefix },
                 (RealType::Json { prefix }, ColumnKind::Json) => Cell::Json { prefix },

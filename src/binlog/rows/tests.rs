@@ -1783,13 +1783,16 @@ fn decode_throughput() {
     println!("mysql_common BinlogRow baseline: {stock} rows in {elapsed:?}: {rate:.0} rows/s");
 }
 
-/// MariaDB's UUID is logged as BINARY(16); with a tracked `uuid` definition it decodes to its
-/// 16 stored bytes (the encoders write them as text), exactly as a BINARY(16) would.
+/// MariaDB's UUID and INET6 are logged as BINARY(16), INET4 as BINARY(4); with a tracked
+/// definition each decodes to its stored bytes (the encoders write them as text), exactly as a
+/// BINARY(n) would, trailing zero bytes included.
 #[test]
-fn mariadb_uuid_decodes_as_its_sixteen_stored_bytes() {
+fn mariadb_uuid_and_inet_decode_as_their_stored_bytes() {
     let cols = vec![
         ColSpec::new("id", 3, &[]),
         ColSpec::new("u", 254, &[254, 16]).charset(63),
+        ColSpec::new("i6", 254, &[254, 16]).charset(63),
+        ColSpec::new("i4", 254, &[254, 4]).charset(63),
     ];
     let mut b = TableMapBuilder::new("db", "uu", cols);
     b.with_names = false;
@@ -1798,14 +1801,26 @@ fn mariadb_uuid_decodes_as_its_sixteen_stored_bytes() {
     def.columns = vec![
         crate::schema::tracked::ColumnDef::new("id", "int"),
         crate::schema::tracked::ColumnDef::new("u", "uuid"),
+        crate::schema::tracked::ColumnDef::new("i6", "inet6"),
+        crate::schema::tracked::ColumnDef::new("i4", "inet4"),
     ];
     let schema = TableSchema::from_table_map_with_def(&ev, ServerFlavor::MariaDb, &def).unwrap();
-    assert_eq!(schema.columns[1].kind, ColumnKind::Uuid);
+    let kinds: Vec<&ColumnKind> = schema.columns.iter().map(|c| &c.kind).collect();
+    assert_eq!(
+        kinds[1..],
+        [&ColumnKind::Uuid, &ColumnKind::Inet6, &ColumnKind::Inet4]
+    );
     let dec = RowDecoder::new(Arc::new(schema), &ev).unwrap();
-    let stored: Vec<u8> = (0x10..0x20).collect();
-    let row = vec![Value::Int(1), Value::Bytes(stored)];
+    let mut v6 = vec![0u8; 16];
+    v6[0] = 0x20;
+    let row = vec![
+        Value::Int(1),
+        Value::Bytes((0x10..0x20).collect()),
+        Value::Bytes(v6),
+        Value::Bytes(vec![10, 0, 0, 0]),
+    ];
     let image = enc_image(&dec.plan, &row);
-    let body = rows_body(42, 2, None, Some(&bitmap(2, |_| true)), &image);
+    let body = rows_body(42, 4, None, Some(&bitmap(4, |_| true)), &image);
     let hdr = parse_rows_event(30, 10, &body).unwrap();
     let mut out = Vec::new();
     dec.decode(&hdr, &mut out).unwrap();

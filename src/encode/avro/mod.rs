@@ -501,6 +501,16 @@ fn write_value(out: &mut Vec<u8>, enc: &Enc, v: &Value) -> std::result::Result<(
                 .ok_or_else(|| format!("{} bytes where a UUID has 16", b.len()))?;
             put_bytes(out, &text);
         }
+        (Enc::Inet6, Value::Bytes(b)) => {
+            let text = crate::encode::inet_text::inet6_text(b)
+                .ok_or_else(|| format!("{} bytes where an INET6 has 16", b.len()))?;
+            put_bytes(out, text.as_bytes());
+        }
+        (Enc::Inet4, Value::Bytes(b)) => {
+            let text = crate::encode::inet_text::inet4_text(b)
+                .ok_or_else(|| format!("{} bytes where an INET4 has 4", b.len()))?;
+            put_bytes(out, text.as_bytes());
+        }
         (Enc::Bool, Value::Bit(bits)) => out.push(u8::from(*bits != 0)),
         (Enc::Bits { bits }, Value::Bit(x)) => {
             let n = usize::from(*bits).div_ceil(8).clamp(1, 8);

@@ -117,6 +117,10 @@ pub(crate) enum Enc {
     Json,
     /// `string`: MariaDB's UUID as its text (`io.debezium.data.Uuid`).
     Uuid,
+    /// `string`: MariaDB's INET6 as the text the server prints.
+    Inet6,
+    /// `string`: MariaDB's INET4 as `a.b.c.d`.
+    Inet4,
     /// `boolean` (BIT(1)).
     Bool,
     /// `bytes`: the ⌈n/8⌉ bytes of a BIT(n), least significant first (`io.debezium.data.Bits`).
@@ -393,6 +397,8 @@ fn plan_column(col: &Column, opts: AvroOptions) -> std::result::Result<Enc, Stri
         },
         ColumnKind::Json => Enc::Json,
         ColumnKind::Uuid => Enc::Uuid,
+        ColumnKind::Inet6 => Enc::Inet6,
+        ColumnKind::Inet4 => Enc::Inet4,
         ColumnKind::Bit { bits: 1 } => Enc::Bool,
         ColumnKind::Bit { bits } => Enc::Bits { bits: *bits },
         ColumnKind::Geometry => Enc::Geometry,
@@ -486,6 +492,7 @@ fn type_json(s: &mut String, col: &ColPlan, ns: &str, defined: &mut HashSet<Stri
         Enc::Uuid => s.push_str(
             r#"{"type":"string","connect.version":1,"connect.name":"io.debezium.data.Uuid"}"#,
         ),
+        Enc::Inet6 | Enc::Inet4 => s.push_str(r#""string""#),
         Enc::Bool => s.push_str(r#""boolean""#),
         Enc::Bits { bits } => {
             s.push_str(&format!(

@@ -343,6 +343,24 @@ fn expected(c: &Column, v: &Value, opts: AvroOptions) -> AV {
         (ColumnKind::Uuid, Value::Bytes(b)) => AV::String(
             String::from_utf8(crate::encode::uuid_text::uuid_text(b).unwrap().to_vec()).unwrap(),
         ),
+        (ColumnKind::Inet6, Value::Bytes(b)) => AV::String(
+            String::from_utf8(
+                crate::encode::inet_text::inet6_text(b)
+                    .unwrap()
+                    .as_bytes()
+                    .to_vec(),
+            )
+            .unwrap(),
+        ),
+        (ColumnKind::Inet4, Value::Bytes(b)) => AV::String(
+            String::from_utf8(
+                crate::encode::inet_text::inet4_text(b)
+                    .unwrap()
+                    .as_bytes()
+                    .to_vec(),
+            )
+            .unwrap(),
+        ),
         (ColumnKind::Vector { .. }, Value::Bytes(b)) => AV::Array(
             b.chunks_exact(4)
                 .map(|c| AV::Float(f32::from_le_bytes(c.try_into().unwrap())))
@@ -452,6 +470,8 @@ fn arb_kind() -> impl Strategy<Value = ColumnKind> {
         Just(ColumnKind::Geometry),
         Just(ColumnKind::Point),
         Just(ColumnKind::Uuid),
+        Just(ColumnKind::Inet6),
+        Just(ColumnKind::Inet4),
         Just(ColumnKind::Vector { dimensions: None }),
     ]
 }
@@ -591,7 +611,10 @@ fn arb_value(kind: &ColumnKind, avro_enum: bool) -> BoxedStrategy<Value> {
         K::Bit { bits } => any::<u64>()
             .prop_map(move |b| Value::Bit(if bits == 64 { b } else { b & ((1 << bits) - 1) }))
             .boxed(),
-        K::Uuid => proptest::array::uniform16(any::<u8>())
+        K::Uuid | K::Inet6 => proptest::array::uniform16(any::<u8>())
+            .prop_map(|b| Value::Bytes(b.to_vec()))
+            .boxed(),
+        K::Inet4 => any::<[u8; 4]>()
             .prop_map(|b| Value::Bytes(b.to_vec()))
             .boxed(),
         K::Point => (

@@ -93,6 +93,8 @@ fn sql_type_of(kind: &crate::schema::ColumnKind) -> String {
         K::Geometry => "geometry".into(),
         K::Point => "point".into(),
         K::Uuid => "uuid".into(),
+        K::Inet6 => "inet6".into(),
+        K::Inet4 => "inet4".into(),
         K::Vector { dimensions } => match dimensions {
             Some(d) => format!("vector({d})"),
             None => "vector".into(),
