@@ -8,6 +8,7 @@ use std::time::Duration;
 use clap::{Parser, Subcommand};
 use tokio::sync::watch;
 
+use sluice::config::logging::{self, LogFormat as FileLogFormat, LoggingConfig};
 use sluice::config::process::Loaded;
 use sluice::config::{ApiConfig, Config};
 use sluice::error::{Error, ErrorKind};
@@ -20,10 +21,12 @@ use sluice::shutdown::EXIT_UNFINISHED;
     about = "Exactly-once MySQL/MariaDB binlog → Kafka"
 )]
 struct Cli {
-    /// Log lines as `text` (human-readable) or `json` (one JSON object per line, with the
-    /// structured fields, for log shippers). Levels and modules: SLUICE_LOG (default info).
-    #[arg(long, global = true, value_enum, default_value_t = LogFormat::Text, env = "SLUICE_LOG_FORMAT")]
-    log_format: LogFormat,
+    /// Log lines as `text` (human-readable, the default) or `json` (one JSON object per line,
+    /// with the structured fields, for log shippers); over a process file's
+    /// `[logging] format`. Levels and modules: SLUICE_LOG (over `[logging] level`; default
+    /// info).
+    #[arg(long, global = true, value_enum, env = "SLUICE_LOG_FORMAT")]
+    log_format: Option<LogFormat>,
     #[command(subcommand)]
     cmd: Cmd,
 }
@@ -37,9 +40,21 @@ enum LogFormat {
     Json,
 }
 
-fn init_logs(format: LogFormat) {
-    let filter = tracing_subscriber::EnvFilter::try_from_env("SLUICE_LOG")
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
+/// Starts logging: the format from `--log-format` / `SLUICE_LOG_FORMAT`, else the process
+/// file's `[logging] format`, else text; the levels from `SLUICE_LOG`, else `[logging] level`,
+/// else info.
+fn init_logs(format: Option<LogFormat>, file: Option<LoggingConfig>) {
+    let file = file.unwrap_or_default();
+    let format = format.unwrap_or(match file.format {
+        Some(FileLogFormat::Json) => LogFormat::Json,
+        Some(FileLogFormat::Text) | None => LogFormat::Text,
+    });
+    let filter = tracing_subscriber::EnvFilter::try_from_env("SLUICE_LOG").unwrap_or_else(|_| {
+        file.level
+            .as_deref()
+            .and_then(|l| tracing_subscriber::EnvFilter::builder().parse(l).ok())
+            .unwrap_or_else(|| tracing_subscriber::EnvFilter::new("info"))
+    });
     let builder = tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_target(false)
@@ -132,7 +147,11 @@ enum OffsetsCmd {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
-    init_logs(cli.log_format);
+    let file_logging = match &cli.cmd {
+        Cmd::Run { config, .. } | Cmd::Check { config } => logging::peek(config),
+        _ => None,
+    };
+    init_logs(cli.log_format, file_logging);
     sluice::panic_report::install_panic_hook();
     let rt = match tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)

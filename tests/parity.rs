@@ -178,12 +178,19 @@ fn is_last(r: &Record) -> bool {
 }
 
 /// Column types Debezium 3.5 cannot capture at all, with why: its DDL parser refuses MariaDB's
-/// `INET6` (the connector task fails with "DDL statement couldn't be parsed").
-const DEBEZIUM_CANNOT_CAPTURE: &[(&str, &str)] = &[(
-    "INET6",
-    "Debezium 3.5's DDL parser refuses the type (its task fails: \"DDL statement couldn't be \
-     parsed\"); sluice writes the text the server prints (`2001:db8::1`)",
-)];
+/// `INET6` and `INET4` (the connector task fails with "DDL statement couldn't be parsed").
+const DEBEZIUM_CANNOT_CAPTURE: &[(&str, &str)] = &[
+    (
+        "INET6",
+        "Debezium 3.5's DDL parser refuses the type (its task fails: \"DDL statement couldn't \
+         be parsed\"); sluice writes the text the server prints (`2001:db8::1`)",
+    ),
+    (
+        "INET4",
+        "Debezium 3.5's DDL parser refuses the type (its task fails: \"DDL statement couldn't \
+         be parsed\"); sluice writes the text the server prints (`192.0.2.1`)",
+    ),
+];
 
 /// The type matrix: per table, its name and columns.
 type Tables = Vec<(&'static str, Vec<Col>)>;

@@ -165,3 +165,95 @@ fn pipelines_sharing_a_server_id_on_one_server_are_refused_at_start() {
     );
     assert!(started.elapsed() < Duration::from_secs(10), "{text}");
 }
+
+/// `[logging]` of a process file sets the process's levels and line format (with
+/// `SLUICE_LOG` and `SLUICE_LOG_FORMAT` unset, which would take precedence): `format = "json"`
+/// and a span filter raising one pipeline to debug over `error` elsewhere. Every line is a JSON
+/// object; the louder pipeline's debug lines are there, named by `spans[].pipeline`; no line
+/// below error comes from outside that pipeline's span.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn logging_settings_of_the_process_file_apply() {
+    let loud = Member::new(MARIADB, "loud", "");
+    let quiet = Member::new(MARIADB, "quiet", "");
+    setup_table(&loud).await;
+    setup_table(&quiet).await;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let extra = format!(
+        "[logging]\nlevel = \"error,[pipeline{{pipeline={}}}]=debug\"\nformat = \"json\"\n",
+        loud.name
+    );
+    let file = write_process(dir.path(), &[&loud, &quiet], &extra);
+    let log = dir.path().join("sluice.log");
+    let mut child = KillOnDrop(
+        sluice_command()
+            .args(["run", "--config"])
+            .arg(&file)
+            .env_remove("SLUICE_LOG")
+            .env_remove("SLUICE_LOG_FORMAT")
+            .stdout(std::process::Stdio::null())
+            .stderr(std::fs::File::create(&log).expect("log file"))
+            .spawn()
+            .expect("spawn sluice"),
+    );
+    let lines = || -> Vec<serde_json::Value> {
+        std::fs::read_to_string(&log)
+            .unwrap_or_default()
+            .lines()
+            .map(|l| {
+                serde_json::from_str(l).unwrap_or_else(|e| panic!("not a JSON line ({e}): {l}"))
+            })
+            .collect()
+    };
+    let in_span = |l: &serde_json::Value, name: &str| {
+        l["spans"]
+            .as_array()
+            .is_some_and(|s| s.iter().any(|s| s["pipeline"] == name))
+    };
+    // The loud pipeline's progress line (every 10 s) says it streams, at info inside its span.
+    wait_for(
+        "the loud pipeline's progress line",
+        Duration::from_secs(60),
+        || {
+            let got = lines();
+            match got
+                .iter()
+                .any(|l| in_span(l, &loud.name) && l["message"] == "progress")
+            {
+                true => Ok(()),
+                false => Err(format!("{} lines so far", got.len())),
+            }
+        },
+    );
+    // A change on each: the loud one's commit is logged at debug.
+    for m in [&loud, &quiet] {
+        let mut c = root(m.flavor.port).await;
+        exec(
+            &mut c,
+            &[&format!("INSERT INTO {}.t VALUES (1, 0)", m.name)],
+        )
+        .await;
+    }
+    wait_for(
+        "a debug line of the loud pipeline",
+        Duration::from_secs(30),
+        || match lines()
+            .iter()
+            .any(|l| l["level"] == "DEBUG" && in_span(l, &loud.name))
+        {
+            true => Ok(()),
+            false => Err("none yet".to_string()),
+        },
+    );
+    let status = terminate(&mut child);
+    assert!(status.success(), "{status:?}");
+    let got = lines();
+    let leaked: Vec<_> = got
+        .iter()
+        .filter(|l| l["level"] != "ERROR" && !in_span(l, &loud.name))
+        .collect();
+    assert!(
+        leaked.is_empty(),
+        "lines below error outside {}'s span: {leaked:#?}",
+        loud.name
+    );
+}

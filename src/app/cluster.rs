@@ -87,7 +87,7 @@ impl Supervisor {
             self.options,
             no_commit.clone(),
         );
-        let span = tracing::info_span!("pipeline", name = %name);
+        let span = tracing::info_span!("pipeline", pipeline = %name);
         let task = tokio::spawn(
             async move {
                 tracing::info!(delivery = %cfg.delivery, "cluster: starting the assigned pipeline");

@@ -50,7 +50,7 @@ pub async fn run_process(
     let mut running = JoinSet::new();
     for (file, cfg) in process.pipelines {
         let name = cfg.name.clone();
-        let span = tracing::info_span!("pipeline", name = %name);
+        let span = tracing::info_span!("pipeline", pipeline = %name);
         let (sd, dir) = (shutdown.clone(), directory.clone());
         let lag = api_cfg.ready_max_lag_seconds;
         running.spawn(

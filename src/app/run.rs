@@ -132,7 +132,7 @@ pub(crate) async fn run_pipeline(
     );
     let skip: SkipSet = SkipSet::default();
     let stats = Arc::new(SinkStats::default());
-    // In the pipeline's span (`pipeline{name=…}` in a process of several).
+    // In the pipeline's span (`pipeline{pipeline=…}` in a process of several).
     let reporter = tokio::spawn(report(stats.clone()).in_current_span());
     let retention = tokio::spawn(
         crate::mysql::retention::watch(server::ConnectOptions::from_config(&cfg.source), m.clone())

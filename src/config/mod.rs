@@ -47,6 +47,7 @@ mod kafka;
 pub mod kafka_security;
 mod limits;
 mod load;
+pub mod logging;
 mod pipeline;
 pub mod process;
 mod props;

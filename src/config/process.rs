@@ -1,7 +1,8 @@
 //! The process file: several pipelines in one `sluice run`.
 //!
 //! A file with a top-level `pipelines` key is a *process file*: it holds what belongs to the
-//! process — `[api]` (one listener for every pipeline) — and lists the pipeline files it runs
+//! process — `[api]` (one listener for every pipeline), `[cluster]`, `[logging]` — and lists
+//! the pipeline files it runs
 //! (paths or file-name globs, relative to the process file's folder). Each pipeline file is a
 //! single-pipeline file without `[api]`. Any other file is a single pipeline file, loaded as
 //! it always was ([`Config::load`]).
@@ -47,6 +48,10 @@ pub struct ProcessConfig {
     /// through a Kafka consumer group. Default: none (this process runs every pipeline).
     #[serde(default)]
     pub cluster: Option<super::cluster::ClusterConfig>,
+    /// The process's log level and line format (`[logging]`); `SLUICE_LOG`,
+    /// `--log-format` / `SLUICE_LOG_FORMAT` take precedence. Default: info, text.
+    #[serde(default)]
+    pub logging: super::logging::LoggingConfig,
 }
 
 /// A loaded process file and its pipelines.
@@ -178,10 +183,10 @@ fn parse_process(
         tree.try_into()
             .map_err(|e: toml::de::Error| ConfigError::Toml {
                 message: format!(
-                "invalid process file: {}; a process file holds `pipelines = [...]` and `[api]`, \
-                 the pipelines' own settings go in the pipeline files",
-                redact_text(e.to_string().trim_end())
-            ),
+                    "invalid process file: {}; a process file holds `pipelines = [...]`, `[api]`, \
+                 `[cluster]` and `[logging]`, the pipelines' own settings go in the pipeline files",
+                    redact_text(e.to_string().trim_end())
+                ),
             })?;
     let mut problems = Vec::new();
     if let Err(p) = settings.api.read_token_file() {
@@ -191,6 +196,7 @@ fn parse_process(
     if let Some(c) = &settings.cluster {
         super::cluster::validate(c, &mut problems);
     }
+    super::logging::validate(&settings.logging, &mut problems);
     if settings.pipelines.is_empty() {
         problems.push(Problem::new(
             "pipelines",

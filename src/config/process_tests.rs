@@ -327,3 +327,38 @@ fn the_example_cluster_section_loads_and_bad_settings_are_named() {
     let text = problems(load(&proc_file, &[]).expect_err("refused"));
     assert!(text.contains("kafka.bootstrap_servers"), "{text}");
 }
+
+#[test]
+fn logging_of_the_process_file() {
+    // The example's commented [logging], uncommented, loads.
+    let example = std::fs::read_to_string(
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/process.toml"),
+    )
+    .unwrap();
+    let uncommented = example
+        .replace("# [logging]", "[logging]")
+        .replace("# level = ", "level = ")
+        .replace("# format = ", "format = ");
+    let (_dir, proc_file) = folder(
+        &uncommented.replace("pipelines/*.toml", "p/*.toml"),
+        &[("p/a.toml", pipeline("a", 3306, 1))],
+    );
+    let p = load(&proc_file, &[]).expect("the example's [logging] loads");
+    assert_eq!(p.settings.logging.level.as_deref(), Some("info"));
+    assert_eq!(
+        p.settings.logging.format,
+        Some(crate::config::logging::LogFormat::Text)
+    );
+    // A level that does not parse and an unknown key are refused, naming the setting.
+    let (_dir, proc_file) = folder(
+        "pipelines = [\"a.toml\"]\n[logging]\nlevel = \"sluice=loud\"\n",
+        &[("a.toml", pipeline("a", 3306, 1))],
+    );
+    let text = problems(load(&proc_file, &[]).expect_err("refused"));
+    assert!(text.contains("logging.level"), "{text}");
+    let (_dir, proc_file) = folder(
+        "pipelines = [\"a.toml\"]\n[logging]\nformat = \"xml\"\n",
+        &[("a.toml", pipeline("a", 3306, 1))],
+    );
+    assert!(load(&proc_file, &[]).is_err());
+}

@@ -111,7 +111,7 @@ pub fn start(
     rt: tokio::runtime::Handle,
 ) -> SinkHandle {
     let (ready_tx, ready) = oneshot::channel();
-    // The caller's span (a process of several pipelines: `pipeline{name=…}`) on every log
+    // The caller's span (a process of several pipelines: `pipeline{pipeline=…}`) on every log
     // line of the sink thread.
     let span = tracing::Span::current();
     let thread = std::thread::Builder::new()
