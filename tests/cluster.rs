@@ -5,7 +5,8 @@
 //! killed one comes back (the group hands some pipelines to it: a cooperative revocation on
 //! the others), one instance is stopped gracefully (it leaves the group: its pipelines move at
 //! once) and one is SIGSTOPped past the session timeout and continued (the pipelines it lost
-//! run elsewhere; it stops its stale runs, is fenced at worst, and its process lives on).
+//! run elsewhere; it stops its stale runs, is fenced at worst, and its process lives on);
+//! then all three are restarted one after the other (a rolling restart) while updates go on.
 //! An independent `read_committed` reader then proves on every pipeline: every change once, in
 //! order per key, through every move.
 
@@ -13,6 +14,8 @@ mod support;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use support::processes::*;
@@ -325,6 +328,40 @@ async fn three_instances_share_six_pipelines_through_every_move() {
         "no lost assignment reported after SIGCONT\n{}",
         logs(&instances)
     );
+    // 5. A rolling restart of all three, one after the other (SIGTERM, start again, wait until
+    // the group has given it pipelines), while updates run on every pipeline throughout.
+    let stop_writing = Arc::new(AtomicBool::new(false));
+    let writer = {
+        let stop = stop_writing.clone();
+        let ms = members.clone();
+        tokio::spawn(async move {
+            let mut written = 0;
+            while !stop.load(Ordering::SeqCst) {
+                for m in &ms {
+                    update_rounds(m, 1).await;
+                }
+                written += 1;
+                tokio::time::sleep(Duration::from_millis(300)).await;
+            }
+            written
+        })
+    };
+    for i in 0..3 {
+        let status = terminate(instances[i].child.as_mut().expect("running"));
+        assert!(
+            status.success(),
+            "rolling restart, instance {i}: {status:?}\n{}",
+            logs(&instances)
+        );
+        instances[i].restart(&file);
+        let owners = balanced(&instances, &[0, 1, 2], &names, Duration::from_secs(60));
+        eprintln!("rolling restart: instance {i} back, {owners:?}");
+    }
+    stop_writing.store(true, Ordering::SeqCst);
+    let written = writer.await.expect("the writer");
+    eprintln!("{written} update rounds ran through the rolling restart");
+    assert!(written >= 3, "only {written} update rounds during the restarts");
+    rounds += written;
     // Every instance exports `sluice_pipeline_assigned` for every pipeline: 1 on exactly one.
     let mut assigned: BTreeMap<String, i64> = BTreeMap::new();
     for inst in &instances {

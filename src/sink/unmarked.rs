@@ -118,7 +118,8 @@ impl Held {
                 txn: Some(n),
             }) if writer == pipeline => (
                 format!("pipeline `{writer}`, transaction {n}"),
-                "it committed, and this pipeline's next transaction there commits these                  records: do not abort them (that loses them)"
+                "it committed, and this pipeline's next transaction there commits these \
+                 records: do not abort them (that loses them)"
                     .to_string(),
             ),
             first => (
@@ -348,6 +349,7 @@ pub fn settle_data_partitions(
     if !reported.is_empty() {
         tracing::warn!(
             partitions = reported.len(),
+            committed_transaction = committed_txn,
             "{}",
             warning(&reported, pipeline, bootstrap)
         );

@@ -15,6 +15,7 @@ use super::*;
 pub const ROWS: usize = 60;
 pub const ROUNDS: usize = 4;
 
+#[derive(Clone)]
 pub struct Member {
     pub name: String,
     pub flavor: Flavor,
