@@ -18,7 +18,7 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 use super::db_proxy::DbProxy;
-use super::members::{self, Members, SESSION_TIMEOUT_MS};
+use super::members::{self, Members, Owner, SESSION_TIMEOUT_MS};
 use super::workload::Progress;
 use super::{cluster, status, ServiceGuard, TXN_TIMEOUT_MS};
 use crate::support::kafka_proxy::{api, KafkaProxy};
@@ -160,12 +160,13 @@ pub struct Fault {
     pub failure: Option<String>,
     /// The member that owned the pipeline before the fault (cluster mode; always member 0
     /// with one), and after its recovery (None: no member claimed it then).
-    pub owner_before: Option<usize>,
-    pub owner_after: Option<usize>,
+    pub owner_before: Option<Owner>,
+    pub owner_after: Option<Owner>,
 }
 
 impl Fault {
-    /// Whether the pipeline's owner changed over the fault.
+    /// Whether the pipeline's owner changed over the fault (another member, or the same one
+    /// started again).
     pub fn moved(&self) -> bool {
         self.owner_before != self.owner_after
     }
@@ -345,7 +346,7 @@ impl Rig<'_> {
         }
         // Cluster mode: the member that owns the pipeline now (the one a process fault hits).
         let owner_before = blocking(|| self.sluice.wait_owner(Duration::from_secs(30)));
-        let log_from = owner_before.map(|i| self.sluice.log_len(i));
+        let log_from = owner_before.map(|o| self.sluice.log_len(o.member));
         let at = self.started.elapsed();
         let t0 = Instant::now();
         let exits_before = self.sluice.exit_counts();
@@ -393,11 +394,15 @@ impl Rig<'_> {
                 self.kafka.release();
                 note
             }
-            Kind::SigKill => match owner_before {
+            Kind::SigKill => match owner_before.map(|o| o.member) {
                 Some(i) => {
                     let m = &self.sluice.list[i].sluice;
                     blocking(|| m.kill9(Duration::from_secs(30)));
-                    self.who(i)
+                    if self.sluice.clustered() {
+                        members::label(Some(i))
+                    } else {
+                        String::new()
+                    }
                 }
                 None => "no member owns the pipeline: nothing killed".into(),
             },
@@ -408,6 +413,7 @@ impl Rig<'_> {
                     self.ms(2000, 8000)
                 };
                 match owner_before
+                    .map(|o| o.member)
                     .and_then(|i| Some((i, self.sluice.list[i].sluice.stop_signal()?)))
                 {
                     Some((i, pid)) => {
@@ -478,19 +484,16 @@ impl Rig<'_> {
             owner_before
         };
         if self.sluice.clustered() {
-            if let (Some(i), Some(from)) = (owner_before, log_from) {
+            if let (Some(o), Some(from)) = (owner_before, log_from) {
                 // The stalled owner's way out: told its assignment was lost, it stopped the
                 // pipeline without committing.
-                if self.sluice.log_since(i, from).contains("lost=true") {
+                if self.sluice.log_since(o.member, from).contains("lost=true") {
                     note += "; the old owner learned its assignment was lost";
                 }
             }
             if owner_after != owner_before {
-                note += &format!(
-                    "; owner {} -> {}",
-                    members::label(owner_before),
-                    members::label(owner_after)
-                );
+                let show = |o: Option<Owner>| o.map(|o| o.to_string()).unwrap_or("none".into());
+                note += &format!("; owner {} -> {}", show(owner_before), show(owner_after));
             }
         }
         let (recovery, note) = match waited {

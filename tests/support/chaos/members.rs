@@ -26,6 +26,22 @@ pub const SESSION_TIMEOUT_MS: u64 = 6000;
 /// `cluster.heartbeat_interval_ms` of the members.
 pub const HEARTBEAT_MS: u64 = 2000;
 
+/// Who owns the pipeline: a member, and which of its starts (a killed member's restart
+/// is another instance).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Owner {
+    /// Index into [`Members::list`].
+    pub member: usize,
+    /// Its starts so far when seen owning it (1 for the first).
+    pub start: u32,
+}
+
+impl std::fmt::Display for Owner {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "member {} (start {})", self.member + 1, self.start)
+    }
+}
+
 /// One sluice instance.
 pub struct Member {
     /// Its supervisor (restarts it whenever it exits).
@@ -114,13 +130,16 @@ impl Members {
         self.list.iter().map(|m| m.api_port).collect()
     }
 
-    /// The member (index into [`Members::list`]) that owns the pipeline now, as the
-    /// members' `GET /cluster` say; one claiming it that runs it (streaming or snapshotting)
-    /// first. None while no member claims it (a takeover under way) or none answers. With
-    /// one member: that one, without asking.
-    pub fn owner(&self) -> Option<usize> {
+    /// The member that owns the pipeline now, as the members' `GET /cluster` say; one
+    /// claiming it that runs it (streaming or snapshotting) first. None while no member
+    /// claims it (a takeover under way) or none answers. With one member: that one, without
+    /// asking.
+    pub fn owner(&self) -> Option<Owner> {
         if !self.clustered {
-            return Some(0);
+            return Some(Owner {
+                member: 0,
+                start: self.list[0].sluice.starts(),
+            });
         }
         let mut claims = Vec::new();
         for (i, m) in self.list.iter().enumerate() {
@@ -134,18 +153,22 @@ impl Members {
                 .find(|p| p["name"].as_str() == Some(self.pipeline.as_str()));
             if let Some(p) = entry.filter(|p| p["assigned"].as_bool() == Some(true)) {
                 let running = matches!(p["state"].as_str(), Some("streaming" | "snapshotting"));
-                claims.push((i, running));
+                let owner = Owner {
+                    member: i,
+                    start: m.sluice.starts(),
+                };
+                claims.push((owner, running));
             }
         }
         claims
             .iter()
             .find(|(_, running)| *running)
             .or(claims.first())
-            .map(|(i, _)| *i)
+            .map(|(o, _)| *o)
     }
 
     /// [`Members::owner`], asked again until one answers or `timeout` passed.
-    pub fn wait_owner(&self, timeout: Duration) -> Option<usize> {
+    pub fn wait_owner(&self, timeout: Duration) -> Option<Owner> {
         let deadline = Instant::now() + timeout;
         loop {
             let owner = self.owner();

@@ -6,6 +6,7 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 
 use super::faults::{Fault, Kind};
+use super::members::Owner;
 
 /// Nearest-rank percentile of sorted values.
 pub fn percentile(sorted: &[Duration], p: f64) -> Option<Duration> {
@@ -89,9 +90,9 @@ pub fn moves(faults: &[Fault]) -> usize {
     faults.iter().filter(|f| f.moved()).count()
 }
 
-/// A member's number (1-based) for the report; null for none.
-fn member(i: Option<usize>) -> serde_json::Value {
-    i.map(|i| serde_json::json!(i + 1))
+/// An owner for the report (its member numbered from 1); null for none.
+fn member(o: Option<Owner>) -> serde_json::Value {
+    o.map(|o| serde_json::json!({"member": o.member + 1, "start": o.start}))
         .unwrap_or(serde_json::Value::Null)
 }
 
