@@ -12,6 +12,17 @@
 //! transactional id (`coordinator_kill`) and the leader of a partition of its data or offsets
 //! topics (`leader_kill`) — each started again after a few seconds while the other two serve.
 //!
+//! With `SLUICE_CHAOS_MEMBERS=N` (N ≥ 2; `scripts/chaos --members N`) sluice itself runs in
+//! its cluster mode: N instances, each under a supervisor of its own, started with a process
+//! file of the one chaos pipeline and `[cluster]` (a group per run, a 6 s session timeout),
+//! all through the same links (the fault proxies, or the three-node cluster: both work).
+//! SIGKILL and SIGSTOP hit the member that owns the pipeline (its `GET /cluster`), so each
+//! forces a takeover; a SIGSTOP lasts 2–12 s, often past the session timeout, so the woken
+//! member is told its assignment was lost. Every other kind hits whichever member runs the
+//! pipeline. The report gives, per fault, the owner before and after, and the moves. In
+//! cluster mode a fence or a lost pipeline never ends the process, so any exit of a member
+//! the test did not cause fails the run as well.
+//!
 //! Afterwards an independent checker (`scripts/lib/chaos-check`: Confluent's Python client,
 //! `read_committed`, none of sluice's code) reads the topics to their end and proves: no
 //! change lost, none duplicated, per-key order kept, every source transaction whole, and the
@@ -23,7 +34,8 @@
 //! SLUICE_CHAOS_SEED (random, printed), SLUICE_CHAOS_KINDS (a subset, `kind[:count],...`),
 //! SLUICE_CHAOS_RATE (changes/s), SLUICE_CHAOS_OUT (a folder for the results),
 //! SLUICE_CHAOS_CLUSTER (1: the three-node cluster), SLUICE_CHAOS_LANES (2: the Kafka kinds in
-//! a lane of their own, at the same time as the others),
+//! a lane of their own, at the same time as the others), SLUICE_CHAOS_MEMBERS (1: one sluice
+//! process; N ≥ 2: N instances in sluice's cluster mode),
 //! SLUICE_CHAOS_SERVICES (the `scripts/services` that runs the test bed; default this
 //! checkout's). `scripts/chaos` runs it at large sizes.
 //!
@@ -44,7 +56,7 @@ use std::time::{Duration, Instant};
 
 use chaos::cluster;
 use chaos::faults::{self, Kind, Rig};
-use chaos::supervisor::Supervisor;
+use chaos::members::{self, Members};
 use chaos::workload::{self, Plan, Progress, Workload};
 use chaos::{report, Sizes};
 use rand::seq::SliceRandom;
@@ -108,12 +120,21 @@ async fn run_on_server(
         s.shuffle(&mut rand::rngs::StdRng::seed_from_u64(sizes.seed));
         s
     };
-    let expected_secs: f64 = schedule.iter().map(|k| k.expected_secs() + 1.0).sum();
+    let expected_secs: f64 = schedule
+        .iter()
+        .map(|k| k.expected_secs() + members::extra_secs(*k, sizes.members) + 1.0)
+        .sum();
     let rate = sizes
         .rate
         .unwrap_or_else(|| (sizes.changes as f64 / expected_secs.max(10.0)).max(20.0));
+    let instances = if sizes.members > 1 {
+        format!(", {} sluice members in cluster mode", sizes.members)
+    } else {
+        String::new()
+    };
     eprintln!(
-        "[{fname}] chaos: {} changes at {rate:.0}/s into {bootstrap}, {} faults ({}), seed {}",
+        "[{fname}] chaos: {} changes at {rate:.0}/s into {bootstrap}{instances}, {} faults ({}), \
+         seed {}",
         sizes.changes,
         schedule.len(),
         sizes
@@ -146,25 +167,20 @@ async fn run_on_server(
         .unwrap_or_else(|| dir.path().to_path_buf());
     std::fs::create_dir_all(&out).expect("results folder");
     let dbproxy = chaos::db_proxy::DbProxy::start(flavor.port);
-    let api_port = support::reserved_port();
-    let config = dir.path().join("sluice.toml");
-    std::fs::write(
-        &config,
-        chaos::config_text(
-            &name,
-            &db,
-            dbproxy.port(),
-            &bootstrap,
-            api_port,
-            20000 + rand::random::<u32>() % 40000,
-        ),
-    )
-    .expect("write config");
-    let log = out.join("sluice.log");
-    let sluice = Supervisor::start(&config, &log);
+    let server_id = 20000 + rand::random::<u32>() % 40000;
+    let group = format!("{name}_group");
+    let sluice = Members::start(
+        sizes.members,
+        dir.path(),
+        &out,
+        &name,
+        |api| chaos::config_text(&name, &db, dbproxy.port(), &bootstrap, api, server_id),
+        &group,
+    );
+    let api_ports = sluice.ports();
     if let Err(e) = faults::wait_committed(
         flavor,
-        api_port,
+        &api_ports,
         &faults::gtid_now(flavor, Duration::from_secs(30)).await,
         Duration::from_secs(90),
     ) {
@@ -213,7 +229,6 @@ async fn run_on_server(
                         kafka: kproxy,
                         kafka_turn: kafka_turn.clone(),
                         sluice: &sluice,
-                        api_port,
                         broker: chaos::ServiceGuard::new("kafka"),
                         server: chaos::ServiceGuard::new(chaos::scratch_service(flavor)),
                         rng: rand::rngs::StdRng::seed_from_u64(sizes.seed ^ 0xfa17 ^ lane as u64),
@@ -268,9 +283,9 @@ async fn run_on_server(
     // Caught up and idle: nothing of the data topics can still be in an open transaction.
     let target = faults::gtid_now(flavor, Duration::from_secs(60)).await;
     let caught_up = tokio::task::block_in_place(|| {
-        faults::wait_committed(flavor, api_port, &target, Duration::from_secs(300))
+        faults::wait_committed(flavor, &api_ports, &target, Duration::from_secs(300))
     });
-    let last_exit = sluice.terminate(Duration::from_secs(60));
+    let last_exits = sluice.terminate(Duration::from_secs(60));
     let exits = sluice.exits();
     let starts = sluice.starts();
 
@@ -294,11 +309,15 @@ async fn run_on_server(
         )
     });
 
-    let unexpected: Vec<&chaos::supervisor::Exit> = exits.iter().filter(|e| !e.expected).collect();
+    let unexpected: Vec<&(usize, chaos::supervisor::Exit)> =
+        exits.iter().filter(|(_, e)| !e.expected).collect();
     let report_doc = serde_json::json!({
         "flavor": fname,
         "kafka": if sizes.cluster { "cluster" } else { "single broker" },
         "bootstrap": bootstrap,
+        "members": sizes.members,
+        "cluster_group": (sizes.members > 1).then_some(&group),
+        "ownership_moves": report::moves(&done),
         "seed": sizes.seed,
         "duration_s": started.elapsed().as_secs(),
         "workload": {
@@ -311,7 +330,8 @@ async fn run_on_server(
         "faults": report::json(&done),
         "sluice": {
             "starts": starts,
-            "exits": exits.iter().map(|e| serde_json::json!({
+            "exits": exits.iter().map(|(i, e)| serde_json::json!({
+                "member": i + 1,
                 "at_ms": e.at.as_millis() as u64,
                 "how": e.how(),
                 "expected": e.expected,
@@ -326,12 +346,21 @@ async fn run_on_server(
         serde_json::to_string_pretty(&report_doc).expect("report"),
     )
     .expect("write report");
+    let moved = if sluice.clustered() {
+        format!(
+            " ({} members), the pipeline moved after {} of the faults",
+            sluice.len(),
+            report::moves(&done)
+        )
+    } else {
+        String::new()
+    };
     eprintln!(
-        "[{fname}] chaos run: {:.0} s, {} faults, {} sluice starts\n{}",
+        "[{fname}] chaos run: {:.0} s, {} faults, {} sluice starts{moved}\n{}",
         started.elapsed().as_secs_f64(),
         done.len(),
         starts,
-        report::table(&done)
+        report::table(&done, sluice.clustered())
     );
     eprintln!(
         "[{fname}] checker (exit {code}): {}",
@@ -358,9 +387,14 @@ async fn run_on_server(
             failures.push(format!("{} at {:.1?}: {e}", f.kind.name(), f.at));
         }
     }
-    for e in &unexpected {
+    for (i, e) in &unexpected {
+        let who = if sluice.clustered() {
+            format!(" ({})", members::label(Some(*i)))
+        } else {
+            String::new()
+        };
         failures.push(format!(
-            "sluice ended by itself ({}) at {:.1?}: {}",
+            "sluice{who} ended by itself ({}) at {:.1?}: {}",
             e.how(),
             e.at,
             e.last_error
@@ -369,11 +403,20 @@ async fn run_on_server(
     if let Err(e) = &caught_up {
         failures.push(format!("final catch-up: {e}"));
     }
-    match &last_exit {
-        Some(e) if e.code == Some(0) => {}
-        other => failures.push(format!(
-            "the final SIGTERM did not end sluice with exit 0: {other:?}"
-        )),
+    for (i, last_exit) in last_exits.iter().enumerate() {
+        match last_exit {
+            Some(e) if e.code == Some(0) => {}
+            other => {
+                let who = if sluice.clustered() {
+                    format!(" ({})", members::label(Some(i)))
+                } else {
+                    String::new()
+                };
+                failures.push(format!(
+                    "the final SIGTERM did not end sluice{who} with exit 0: {other:?}"
+                ))
+            }
+        }
     }
     if outcome.stats.changes < sizes.changes {
         failures.push(format!(
@@ -410,7 +453,7 @@ async fn run_on_server(
         sizes.seed,
         out.display(),
         failures.join("\n- "),
-        tail_of(&log, 40)
+        sluice.log_tail(40)
     );
 }
 
@@ -485,12 +528,6 @@ async fn oldest_binlog(c: &mut mysql_async::Conn) -> String {
     rows.first()
         .and_then(|r| r.get::<String, _>(0))
         .unwrap_or_default()
-}
-
-fn tail_of(path: &std::path::Path, n: usize) -> String {
-    let text = std::fs::read_to_string(path).unwrap_or_default();
-    let lines: Vec<&str> = text.lines().collect();
-    lines[lines.len().saturating_sub(n)..].join("\n")
 }
 
 /// Every enabled server at once, the Kafka side shared: the CI-sized run takes about as

@@ -18,7 +18,7 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 use super::db_proxy::DbProxy;
-use super::supervisor::Supervisor;
+use super::members::{self, Members, Owner, SESSION_TIMEOUT_MS};
 use super::workload::Progress;
 use super::{cluster, status, ServiceGuard, TXN_TIMEOUT_MS};
 use crate::support::kafka_proxy::{api, KafkaProxy};
@@ -40,9 +40,12 @@ pub enum Kind {
     /// A commit's EndTxn held past `kafka.transaction_timeout_ms` (the coordinator aborts
     /// the transaction and bumps the epoch), then let through.
     EndTxnHold,
-    /// SIGKILL of sluice; the supervisor starts it again.
+    /// SIGKILL of sluice (in cluster mode: of the member that owns the pipeline); the
+    /// supervisor starts it again.
     SigKill,
-    /// SIGSTOP of sluice for 2–8 s, then SIGCONT.
+    /// SIGSTOP of sluice for 2–8 s, then SIGCONT (in cluster mode: of the owner, for 2–12 s,
+    /// so often past the session timeout: the pipeline moves, and the woken member learns
+    /// its assignment was lost).
     SigStop,
     /// The Kafka broker stopped and started again (`scripts/services stop/start kafka`).
     KafkaRestart,
@@ -155,6 +158,18 @@ pub struct Fault {
     /// What went wrong with doing the fault itself (a node that did not start again), found
     /// after the fault was reported; the run fails on it.
     pub failure: Option<String>,
+    /// The member that owned the pipeline before the fault (cluster mode; always member 0
+    /// with one), and after its recovery (None: no member claimed it then).
+    pub owner_before: Option<Owner>,
+    pub owner_after: Option<Owner>,
+}
+
+impl Fault {
+    /// Whether the pipeline's owner changed over the fault (another member, or the same one
+    /// started again).
+    pub fn moved(&self) -> bool {
+        self.owner_before != self.owner_after
+    }
 }
 
 /// What the faults are done to.
@@ -168,10 +183,8 @@ pub struct Rig<'a> {
     /// Held while a Kafka fault is in force: the runs sharing the proxy and the broker take
     /// turns (a fault of one still hits the other's pipeline too).
     pub kafka_turn: Arc<tokio::sync::Mutex<()>>,
-    /// sluice.
-    pub sluice: &'a Supervisor,
-    /// Port of sluice's API.
-    pub api_port: u16,
+    /// sluice: one process, or the members of its cluster mode.
+    pub sluice: &'a Members,
     /// The Kafka broker.
     pub broker: ServiceGuard,
     /// The database server.
@@ -265,31 +278,42 @@ pub async fn gtid_now(flavor: Flavor, deadline: Duration) -> String {
     }
 }
 
-/// Waits until sluice's committed position contains `target`; the time it took, or None
-/// after `deadline` (with the last status seen).
+/// Waits until sluice's committed position contains `target` (as the API on one of
+/// `api_ports` says: in cluster mode any member that ran the pipeline reports what it
+/// committed, and what was committed stays committed); the time it took, or None after
+/// `deadline` (with the last status seen of each).
 pub fn wait_committed(
     flavor: Flavor,
-    api_port: u16,
+    api_ports: &[u16],
     target: &str,
     deadline: Duration,
 ) -> Result<Duration, String> {
     let started = Instant::now();
-    let mut last = None;
+    let mut last = vec![None; api_ports.len()];
     loop {
-        if let Some(st) = status(api_port) {
-            let committed = st["committed_position"].as_str().unwrap_or("");
-            if let Some(set) = committed.strip_prefix("gtid:") {
-                if flavor.gtid_contains(set, target) {
-                    return Ok(started.elapsed());
+        for (i, port) in api_ports.iter().enumerate() {
+            if let Some(st) = status(*port) {
+                let committed = st["committed_position"].as_str().unwrap_or("");
+                if let Some(set) = committed.strip_prefix("gtid:") {
+                    if flavor.gtid_contains(set, target) {
+                        return Ok(started.elapsed());
+                    }
                 }
+                last[i] = Some(st);
             }
-            last = Some(st);
         }
         if started.elapsed() > deadline {
+            let seen: Vec<String> = last
+                .iter()
+                .map(|s| {
+                    s.as_ref()
+                        .map(|s| s.to_string())
+                        .unwrap_or_else(|| "the API never answered".into())
+                })
+                .collect();
             return Err(format!(
                 "not committed up to {target} within {deadline:?}; last status: {}",
-                last.map(|s| s.to_string())
-                    .unwrap_or_else(|| "the API never answered".into())
+                seen.join("; ")
             ));
         }
         std::thread::sleep(Duration::from_millis(100));
@@ -320,9 +344,12 @@ impl Rig<'_> {
             // Holding the turn: this run's previous restart (if any) has let go of it.
             self.settle_restart(true);
         }
+        // Cluster mode: the member that owns the pipeline now (the one a process fault hits).
+        let owner_before = blocking(|| self.sluice.wait_owner(Duration::from_secs(30)));
+        let log_from = owner_before.map(|o| self.sluice.log_len(o.member));
         let at = self.started.elapsed();
         let t0 = Instant::now();
-        let exits_before = self.sluice.exits().len();
+        let exits_before = self.sluice.exit_counts();
         let note = match kind {
             Kind::DbReset => {
                 self.db.reset_all();
@@ -367,17 +394,39 @@ impl Rig<'_> {
                 self.kafka.release();
                 note
             }
-            Kind::SigKill => {
-                blocking(|| self.sluice.kill9(Duration::from_secs(30)));
-                String::new()
-            }
+            Kind::SigKill => match owner_before.map(|o| o.member) {
+                Some(i) => {
+                    let m = &self.sluice.list[i].sluice;
+                    blocking(|| m.kill9(Duration::from_secs(30)));
+                    if self.sluice.clustered() {
+                        members::label(Some(i))
+                    } else {
+                        String::new()
+                    }
+                }
+                None => "no member owns the pipeline: nothing killed".into(),
+            },
             Kind::SigStop => {
-                let d = self.ms(2000, 8000);
-                match self.sluice.stop_signal() {
-                    Some(pid) => {
+                let d = if self.sluice.clustered() {
+                    self.ms(2000, 12000)
+                } else {
+                    self.ms(2000, 8000)
+                };
+                match owner_before
+                    .map(|o| o.member)
+                    .and_then(|i| Some((i, self.sluice.list[i].sluice.stop_signal()?)))
+                {
+                    Some((i, pid)) => {
                         tokio::time::sleep(d).await;
-                        self.sluice.cont(pid);
-                        format!("stopped {} ms", d.as_millis())
+                        self.sluice.list[i].sluice.cont(pid);
+                        let past = if self.sluice.clustered()
+                            && d > Duration::from_millis(SESSION_TIMEOUT_MS)
+                        {
+                            ", past the session timeout"
+                        } else {
+                            ""
+                        };
+                        format!("stopped {} ms{past}{}", d.as_millis(), self.who(i))
                     }
                     None => "no sluice process to stop".into(),
                 }
@@ -416,11 +465,35 @@ impl Rig<'_> {
         }
         let target = gtid_now(self.flavor, Duration::from_secs(60)).await;
         let left = self.recovery_deadline.saturating_sub(end.elapsed());
-        let waited = blocking(|| wait_committed(self.flavor, self.api_port, &target, left));
+        let ports = self.sluice.ports();
+        let waited = blocking(|| wait_committed(self.flavor, &ports, &target, left));
         let mut note = note;
-        for e in &self.sluice.exits()[exits_before..] {
+        for (i, e) in &self.sluice.exits_after(&exits_before) {
             if !e.expected {
-                note += &format!("; sluice {}: {}", e.how(), e.last_error);
+                let who = if self.sluice.clustered() {
+                    format!(" ({})", members::label(Some(*i)))
+                } else {
+                    String::new()
+                };
+                note += &format!("; sluice{who} {}: {}", e.how(), e.last_error);
+            }
+        }
+        let owner_after = if self.sluice.clustered() {
+            blocking(|| self.sluice.wait_owner(Duration::from_secs(30)))
+        } else {
+            owner_before
+        };
+        if self.sluice.clustered() {
+            if let (Some(o), Some(from)) = (owner_before, log_from) {
+                // The stalled owner's way out: told its assignment was lost, it stopped the
+                // pipeline without committing.
+                if self.sluice.log_since(o.member, from).contains("lost=true") {
+                    note += "; the old owner learned its assignment was lost";
+                }
+            }
+            if owner_after != owner_before {
+                let show = |o: Option<Owner>| o.map(|o| o.to_string()).unwrap_or("none".into());
+                note += &format!("; owner {} -> {}", show(owner_before), show(owner_after));
             }
         }
         let (recovery, note) = match waited {
@@ -434,6 +507,8 @@ impl Rig<'_> {
             recovery,
             note,
             failure: None,
+            owner_before,
+            owner_after,
         }
     }
 
@@ -487,7 +562,7 @@ impl Rig<'_> {
         let down_for = self.ms(2000, 5000);
         let pick_topic = self.rng.random_range(0..usize::MAX);
         let pick_partition = self.rng.random_range(0..usize::MAX);
-        let api_port = self.api_port;
+        let api_ports = self.sluice.ports();
         let Some(c) = self.cluster.as_mut() else {
             panic!("{} needs the cluster (SLUICE_CHAOS_CLUSTER=1)", kind.name());
         };
@@ -523,9 +598,17 @@ impl Rig<'_> {
             return format!("{what} is node {victim}, not one of the test bed's");
         };
         let idx = usize::try_from(victim - 1).expect("node id");
+        // Every member's (cluster mode: whichever runs the pipeline commits).
         let committed = || {
-            blocking(|| status(api_port))
-                .and_then(|s| s["committed_position"].as_str().map(String::from))
+            let all: Vec<Option<String>> = blocking(|| {
+                api_ports
+                    .iter()
+                    .map(|p| {
+                        status(*p).and_then(|s| s["committed_position"].as_str().map(String::from))
+                    })
+                    .collect()
+            });
+            all.iter().any(Option::is_some).then_some(all)
         };
         tokio::time::sleep(jitter).await;
         blocking(|| c.nodes[idx].kill()).unwrap_or_else(|e| panic!("{}: {e}", kind.name()));
@@ -579,6 +662,15 @@ impl Rig<'_> {
             "{name} ({what}) killed, down {} ms, {committed_while_down}",
             down.elapsed().as_millis()
         )
+    }
+
+    /// ", member 2" in cluster mode (which member a process fault hit); nothing with one.
+    fn who(&self, i: usize) -> String {
+        if self.sluice.clustered() {
+            format!(" ({})", members::label(Some(i)))
+        } else {
+            String::new()
+        }
     }
 
     /// A pause of normal running between two faults.

@@ -7,12 +7,14 @@
 //!
 //! Sizes and choices come from the environment (see [`Sizes::from_env`]); with
 //! `SLUICE_CHAOS_CLUSTER=1` sluice streams into the test bed's three-node Kafka cluster
-//! instead of the single broker (see [`cluster`]).
+//! instead of the single broker (see [`cluster`]); with `SLUICE_CHAOS_MEMBERS=N` (N ≥ 2)
+//! sluice runs as N instances in its own cluster mode (see [`members`]).
 #![allow(dead_code)]
 
 pub mod cluster;
 pub mod db_proxy;
 pub mod faults;
+pub mod members;
 pub mod report;
 pub mod supervisor;
 pub mod workload;
@@ -53,6 +55,11 @@ pub struct Sizes {
     /// same time as the others; a fault of one lane then often overlaps one of the other, and
     /// its recovery time is that of both.
     pub lanes: usize,
+    /// `SLUICE_CHAOS_MEMBERS` (default 1): with N ≥ 2, N sluice instances run the pipeline
+    /// in cluster mode (a process file with `[cluster]`, one group per run), each under a
+    /// supervisor of its own; SIGKILL and SIGSTOP hit the one that owns the pipeline (see
+    /// [`members`]).
+    pub members: usize,
 }
 
 fn env_parse<T: std::str::FromStr>(name: &str) -> Option<T> {
@@ -119,6 +126,10 @@ impl Sizes {
             lanes: match env_parse::<usize>("SLUICE_CHAOS_LANES").unwrap_or(1) {
                 n @ (1 | 2) => n,
                 n => panic!("SLUICE_CHAOS_LANES={n}: give 1 or 2"),
+            },
+            members: match env_parse::<usize>("SLUICE_CHAOS_MEMBERS").unwrap_or(1) {
+                0 => panic!("SLUICE_CHAOS_MEMBERS=0: give 1 (one process) or more"),
+                n => n,
             },
         }
     }
@@ -291,11 +302,17 @@ impl Drop for ServiceGuard {
 
 /// `GET /status` of sluice's API on `port`, or None (not answering within 1 s).
 pub fn status(port: u16) -> Option<serde_json::Value> {
+    get_json(port, "/status")
+}
+
+/// `GET <path>` of sluice's API on `port`: the JSON of a 200 answer, or None (another
+/// answer, or none within 1 s).
+pub fn get_json(port: u16, path: &str) -> Option<serde_json::Value> {
     let addr = ([127, 0, 0, 1], port).into();
     let mut s = TcpStream::connect_timeout(&addr, Duration::from_secs(1)).ok()?;
     s.set_read_timeout(Some(Duration::from_secs(1))).ok()?;
     s.set_write_timeout(Some(Duration::from_secs(1))).ok()?;
-    s.write_all(b"GET /status HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n")
+    s.write_all(format!("GET {path} HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n").as_bytes())
         .ok()?;
     let mut buf = Vec::new();
     s.read_to_end(&mut buf).ok()?;
@@ -308,15 +325,19 @@ pub fn status(port: u16) -> Option<serde_json::Value> {
 }
 
 /// The pipeline configuration: the source through the database proxy (plaintext, so the
-/// proxy sees the protocol), Kafka through the Kafka proxy, a 5 s transaction timeout.
+/// proxy sees the protocol), Kafka through the Kafka proxy, a 5 s transaction timeout; its
+/// API on `api_port` (None: a pipeline file of a process file, which has the `[api]`).
 pub fn config_text(
     name: &str,
     db: &str,
     db_port: u16,
     bootstrap: &str,
-    api_port: u16,
+    api_port: Option<u16>,
     server_id: u32,
 ) -> String {
+    let api = api_port
+        .map(|p| format!("[api]\nlisten = \"127.0.0.1:{p}\"\n\n"))
+        .unwrap_or_default();
     format!(
         r#"name = "{name}"
 
@@ -343,10 +364,7 @@ partitions = 3
 max_ms = 50
 idle_offset_ms = 500
 
-[api]
-listen = "127.0.0.1:{api_port}"
-
-[[route]]
+{api}[[route]]
 match = "{db}\\.(.*)"
 topic = "{db}.$1"
 format = "json"

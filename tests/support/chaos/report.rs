@@ -1,10 +1,12 @@
-//! Per-kind fault counts and recovery times, as a table and as JSON.
+//! Per-kind fault counts and recovery times, as a table and as JSON; in cluster mode also
+//! which member owned the pipeline before and after each fault, and how often it moved.
 #![allow(dead_code)]
 
 use std::collections::BTreeMap;
 use std::time::Duration;
 
 use super::faults::{Fault, Kind};
+use super::members::Owner;
 
 /// Nearest-rank percentile of sorted values.
 pub fn percentile(sorted: &[Duration], p: f64) -> Option<Duration> {
@@ -25,6 +27,8 @@ pub struct KindStats {
     pub p50: Option<Duration>,
     /// Longest recovery.
     pub max: Option<Duration>,
+    /// Faults after which another member owned the pipeline (cluster mode).
+    pub moves: usize,
 }
 
 /// Statistics per kind.
@@ -42,6 +46,7 @@ pub fn per_kind(faults: &[Fault]) -> BTreeMap<Kind, KindStats> {
                 stuck: fs.len() - rec.len(),
                 p50: percentile(&rec, 50.0),
                 max: rec.last().copied(),
+                moves: fs.iter().filter(|f| f.moved()).count(),
             };
             (k, stats)
         })
@@ -53,23 +58,42 @@ fn ms(d: Option<Duration>) -> String {
         .unwrap_or_else(|| "-".into())
 }
 
-/// The table printed at the end of a run.
-pub fn table(faults: &[Fault]) -> String {
+/// The table printed at the end of a run; `clustered`: with a column of ownership moves.
+pub fn table(faults: &[Fault], clustered: bool) -> String {
     let mut out = format!(
-        "{:<16} {:>6} {:>6} {:>12} {:>12}\n",
+        "{:<16} {:>6} {:>6} {:>12} {:>12}",
         "fault", "count", "stuck", "p50 rec ms", "max rec ms"
     );
+    if clustered {
+        out += &format!(" {:>6}", "moves");
+    }
+    out += "\n";
     for (k, s) in per_kind(faults) {
         out += &format!(
-            "{:<16} {:>6} {:>6} {:>12} {:>12}\n",
+            "{:<16} {:>6} {:>6} {:>12} {:>12}",
             k.name(),
             s.count,
             s.stuck,
             ms(s.p50),
             ms(s.max)
         );
+        if clustered {
+            out += &format!(" {:>6}", s.moves);
+        }
+        out += "\n";
     }
     out
+}
+
+/// Faults after which another member owned the pipeline.
+pub fn moves(faults: &[Fault]) -> usize {
+    faults.iter().filter(|f| f.moved()).count()
+}
+
+/// An owner for the report (its member numbered from 1); null for none.
+fn member(o: Option<Owner>) -> serde_json::Value {
+    o.map(|o| serde_json::json!({"member": o.member + 1, "start": o.start}))
+        .unwrap_or(serde_json::Value::Null)
 }
 
 /// The faults and their statistics as JSON.
@@ -84,6 +108,7 @@ pub fn json(faults: &[Fault]) -> serde_json::Value {
                     "stuck": s.stuck,
                     "recovery_p50_ms": s.p50.map(|d| d.as_millis() as u64),
                     "recovery_max_ms": s.max.map(|d| d.as_millis() as u64),
+                    "ownership_moves": s.moves,
                 }),
             )
         })
@@ -97,10 +122,12 @@ pub fn json(faults: &[Fault]) -> serde_json::Value {
                 "active_ms": f.active.as_millis() as u64,
                 "recovery_ms": f.recovery.map(|d| d.as_millis() as u64),
                 "note": f.note,
+                "owner_before": member(f.owner_before),
+                "owner_after": member(f.owner_after),
             })
         })
         .collect();
-    serde_json::json!({"per_kind": kinds, "faults": list})
+    serde_json::json!({"per_kind": kinds, "faults": list, "ownership_moves": moves(faults)})
 }
 
 #[cfg(test)]

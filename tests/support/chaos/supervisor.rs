@@ -216,16 +216,26 @@ impl Supervisor {
 
     /// SIGTERM and no restart: waits for the exit (SIGKILL after `timeout`) and returns it.
     pub fn terminate(&self, timeout: Duration) -> Option<Exit> {
-        let before = {
-            let mut st = lock(&self.state);
-            st.stopping = true;
-            st.expect_exit = true;
-            if let Some(c) = st.child.as_ref() {
-                signal(c.id(), "CONT");
-                signal(c.id(), "TERM");
-            }
-            st.exits.len()
-        };
+        let before = self.send_terminate();
+        self.wait_terminated(before, timeout)
+    }
+
+    /// SIGTERM and no restart, without waiting; the number of exits before it, to give to
+    /// [`Supervisor::wait_terminated`] (several instances told to stop at once).
+    pub fn send_terminate(&self) -> usize {
+        let mut st = lock(&self.state);
+        st.stopping = true;
+        st.expect_exit = true;
+        if let Some(c) = st.child.as_ref() {
+            signal(c.id(), "CONT");
+            signal(c.id(), "TERM");
+        }
+        st.exits.len()
+    }
+
+    /// Waits for the exit after [`Supervisor::send_terminate`] (SIGKILL after `timeout`) and
+    /// returns it.
+    pub fn wait_terminated(&self, before: usize, timeout: Duration) -> Option<Exit> {
         let deadline = Instant::now() + timeout;
         loop {
             {
