@@ -360,7 +360,10 @@ async fn three_instances_share_six_pipelines_through_every_move() {
     stop_writing.store(true, Ordering::SeqCst);
     let written = writer.await.expect("the writer");
     eprintln!("{written} update rounds ran through the rolling restart");
-    assert!(written >= 3, "only {written} update rounds during the restarts");
+    assert!(
+        written >= 3,
+        "only {written} update rounds during the restarts"
+    );
     rounds += written;
     // Every instance exports `sluice_pipeline_assigned` for every pipeline: 1 on exactly one.
     let mut assigned: BTreeMap<String, i64> = BTreeMap::new();

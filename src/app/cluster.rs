@@ -57,6 +57,15 @@ struct Supervisor {
     revoke_timeout: Duration,
 }
 
+/// Whose a run was when it ended, for how its error is logged.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Run {
+    /// Still this member's: an error stopped the pipeline here.
+    Assigned,
+    /// Revoked or lost: the group had already given the pipeline to another member.
+    HandedOver,
+}
+
 impl Supervisor {
     async fn start(&mut self, name: &str) {
         if self
@@ -67,11 +76,11 @@ impl Supervisor {
             return;
         }
         if let Some(old) = self.running.remove(name) {
-            self.settle(name, old.task.await);
+            self.settle(name, old.task.await, Run::Assigned);
         }
         if let Some(old) = self.draining.remove(name) {
             tracing::info!(pipeline = %name, "cluster: waiting for the previous run to end before starting it again");
-            self.settle(name, old.await);
+            self.settle(name, old.await, Run::HandedOver);
         }
         // Its series come back with the new run's registration.
         self.kept.remove(name);
@@ -135,7 +144,7 @@ impl Supervisor {
                         }
                         end
                     });
-                    self.settle(&name, joined);
+                    self.settle(&name, joined, Run::HandedOver);
                     // Handed over: its series (a growing lag, `stopped`) belong to the new
                     // owner now, not here.
                     self.kept.remove(&name);
@@ -154,6 +163,7 @@ impl Supervisor {
         &mut self,
         name: &str,
         joined: std::result::Result<PipelineEnd, tokio::task::JoinError>,
+        run: Run,
     ) {
         let end = match joined {
             Ok(end) => end,
@@ -171,6 +181,15 @@ impl Supervisor {
                 pipeline = %name,
                 "{e}; in cluster mode this means another member runs it now: this instance \
                  stopped it and goes on"
+            ),
+            // Taken away by the group while it failed (a lost assignment often comes with a
+            // broken Kafka or database link): the new owner resumes from the committed offset;
+            // nothing for an operator here.
+            Err(e) if run == Run::HandedOver => tracing::warn!(
+                pipeline = %name,
+                kind = %e.kind(),
+                "{e}; the run ended so while being handed over to another member, which \
+                 resumes from the committed offset"
             ),
             Err(e) => tracing::error!(
                 pipeline = %name,
@@ -208,7 +227,7 @@ impl Supervisor {
             if let Some(slot) = self.running.remove(&name) {
                 // Finished: the result is ready at once.
                 let joined = slot.task.await;
-                self.settle(&name, joined);
+                self.settle(&name, joined, Run::Assigned);
             }
         }
     }
@@ -346,11 +365,11 @@ pub async fn run_cluster(
                 unfinished = Some(Error::unfinished(e.to_string()));
             }
         }
-        sup.settle(&name, joined);
+        sup.settle(&name, joined, Run::Assigned);
     }
     for (name, task) in std::mem::take(&mut sup.draining) {
         let joined = task.await;
-        sup.settle(&name, joined);
+        sup.settle(&name, joined, Run::HandedOver);
     }
     // No one answers revocations any more: closing the channel makes the leave's own
     // revocation callback return at once instead of waiting `revoke_timeout_ms` for an
