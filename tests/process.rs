@@ -132,7 +132,7 @@ async fn pipelines_of_one_process_stream_on_and_stop_alone() {
     // Every pipeline's lines name it, those of its sink thread and its tasks too.
     let log = show_log();
     for m in &members {
-        let span = format!("pipeline{{name={}}}", m.name);
+        let span = format!("pipeline{{pipeline={}}}", m.name);
         for what in ["producer initialized", "progress"] {
             assert!(
                 log.lines().any(|l| l.contains(&span) && l.contains(what)),
