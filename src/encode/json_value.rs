@@ -264,31 +264,33 @@ fn write_bytes(out: &mut Vec<u8>, kind: &ColumnKind, b: &[u8]) {
             out.push(b']');
         }
         ColumnKind::Json => write_json_string(out, &String::from_utf8_lossy(b)),
-        ColumnKind::Uuid => match crate::encode::uuid_text::uuid_text(b) {
-            Some(text) => {
-                out.push(b'"');
-                out.extend_from_slice(&text);
-                out.push(b'"');
-            }
-            // Not 16 bytes: never from MariaDB; the bytes rather than a made-up text.
-            None => write_base64(out, b),
-        },
-        ColumnKind::Inet6 | ColumnKind::Inet4 => {
-            let text = match kind {
-                ColumnKind::Inet6 => crate::encode::inet_text::inet6_text(b),
-                _ => crate::encode::inet_text::inet4_text(b),
-            };
-            match text {
-                Some(text) => {
-                    out.push(b'"');
-                    out.extend_from_slice(text.as_bytes());
-                    out.push(b'"');
-                }
-                // Another length: never from MariaDB; the bytes rather than a made-up text.
-                None => write_base64(out, b),
-            }
+        ColumnKind::Uuid => {
+            let text = crate::encode::uuid_text::uuid_text(b);
+            write_ascii_or_base64(out, text.as_ref().map(|t| t.as_slice()), b)
+        }
+        ColumnKind::Inet6 => {
+            let text = crate::encode::inet_text::inet6_text(b);
+            write_ascii_or_base64(out, text.as_ref().map(|t| t.as_bytes()), b)
+        }
+        ColumnKind::Inet4 => {
+            let text = crate::encode::inet_text::inet4_text(b);
+            write_ascii_or_base64(out, text.as_ref().map(|t| t.as_bytes()), b)
         }
         _ => write_base64(out, b),
+    }
+}
+
+/// A column whose stored bytes have a text form (MariaDB's UUID, INET6, INET4): the text (ASCII,
+/// nothing to escape) as a JSON string; without one (a length the server never stores) the
+/// bytes in base64 rather than a made-up text.
+fn write_ascii_or_base64(out: &mut Vec<u8>, text: Option<&[u8]>, bytes: &[u8]) {
+    match text {
+        Some(text) => {
+            out.push(b'"');
+            out.extend_from_slice(text);
+            out.push(b'"');
+        }
+        None => write_base64(out, bytes),
     }
 }
 
