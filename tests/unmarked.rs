@@ -7,10 +7,14 @@
 //!
 //! The transactions are ended by a producer with the pipeline's own transactional id (the
 //! same producer id as sluice's), tagged as sluice tags its records:
-//! - one tagged with the transaction after the committed one, and *aborted*: it must never
-//!   become visible. Before the fix, the restarted pipeline's next commit there committed it.
-//! - one tagged with the committed transaction, and *committed*: it must become visible once
-//!   the pipeline writes there again, not be aborted.
+//! - one tagged with the committed transaction's number but *another attempt*, and
+//!   *aborted*: an attempt that was dropped unfinished and retried. It must never become
+//!   visible. Before attempts were told apart it was taken for the committed one, and the
+//!   restarted pipeline's next commit there made it visible (a duplicate).
+//! - one tagged with the committed attempt, and *committed*: the restarted pipeline aborts it
+//!   and writes it again before anything else, so no abort marker of a later attempt can take
+//!   it (before that, it was left for the next marker there, and an abort lost it). It must
+//!   be visible exactly once.
 //!
 //! Kafka's side of this does not depend on the source, so the test runs on one server
 //! (MariaDB, or MySQL when only it is enabled).
@@ -96,10 +100,10 @@ fn committed(topic: &str, want: usize, timeout: Duration) -> Vec<(String, String
     out
 }
 
-/// The `txn` of the pipeline's committed offset record: the last record keyed by the pipeline,
-/// read up to the partition's last stable offset (not for a fixed time: under load a slow
-/// consumer would stop early and return an older record).
-fn committed_txn(p: &Pipeline) -> u64 {
+/// The `txn` and `attempt` of the pipeline's committed offset record: the last record keyed
+/// by the pipeline, read up to the partition's last stable offset (not for a fixed time:
+/// under load a slow consumer would stop early and return an older record).
+fn committed_txn(p: &Pipeline) -> (u64, String) {
     let recs = {
         let c: BaseConsumer = client()
             .set("group.id", unique("unmarked_offsets"))
@@ -142,7 +146,13 @@ fn committed_txn(p: &Pipeline) -> u64 {
         last.expect("an offset record")
     };
     let v: serde_json::Value = serde_json::from_slice(&recs).expect("offset record JSON");
-    v["txn"].as_u64().unwrap_or_else(|| panic!("no txn in {v}"))
+    let txn = v["txn"].as_u64().unwrap_or_else(|| panic!("no txn in {v}"));
+    let attempt = v["attempt"]
+        .as_str()
+        .filter(|a| a.len() == 16)
+        .unwrap_or_else(|| panic!("no attempt in {v}"))
+        .to_string();
+    (txn, attempt)
 }
 
 /// Waits until `topic`'s only partition has (`leaderless`) or has not lost its leader.
@@ -269,15 +279,20 @@ async fn records_kafka_left_without_a_marker_follow_their_transaction() {
         );
     }
     terminate(&mut child);
-    let txn = committed_txn(&p);
+    let (txn, attempt) = committed_txn(&p);
     assert!(
         txn >= 1,
         "the committed offset record counts transactions: {txn}"
     );
 
-    // The one the coordinator aborted, tagged with the transaction after the committed one,
-    // and the one it committed, tagged with the committed transaction.
-    let never = format!("{}:{}", p.name, txn + 1);
+    // The one the coordinator aborted, tagged with the committed transaction's number and
+    // another attempt, and the one it committed, tagged with the committed attempt.
+    let other = if attempt == "0000000000000001" {
+        "0000000000000002"
+    } else {
+        "0000000000000001"
+    };
+    let never = format!("{}:{txn}/{other}", p.name);
     end_without_marker(
         &txn_id,
         &aborted_topic,
@@ -286,7 +301,7 @@ async fn records_kafka_left_without_a_marker_follow_their_transaction() {
         &never,
         false,
     );
-    let done = format!("{}:{txn}", p.name);
+    let done = format!("{}:{txn}/{attempt}", p.name);
     end_without_marker(
         &txn_id,
         &committed_topic,
@@ -333,8 +348,13 @@ async fn records_kafka_left_without_a_marker_follow_their_transaction() {
         "the abort is logged:\n{log}"
     );
     assert!(
-        log.contains(&format!("pipeline `{}`, transaction {txn}", p.name)),
-        "the committed transaction's held partition is reported:\n{log}"
+        log.contains("wrote again the records of a committed transaction"),
+        "the committed attempt's records are written again:\n{log}"
+    );
+    let (after, _) = committed_txn(&p);
+    assert!(
+        after >= txn + 2,
+        "the repair committed its intent and its copies as transactions of their own: {after} after {txn}"
     );
     for (lso, high) in [lso_and_high(&aborted_topic), lso_and_high(&committed_topic)] {
         assert_eq!(lso, high, "nothing is left open");

@@ -110,6 +110,8 @@ pub const CATALOGUE: &[MetricDoc] = &[
         "Per committed Kafka transaction: commit time minus the source commit time of its last source transaction."),
     doc("sluice_transactions_total", Counter, "transactions", &[PIPELINE, "result"],
         "Kafka transactions (batches with delivery = at-least-once) by result: committed or aborted."),
+    doc("sluice_commit_markers_total", Counter, "partitions", &[PIPELINE, "result"],
+        "After each exactly-once commit, per partition it wrote: verified when the partition's last stable offset passed its records (the commit marker is there), unverified when another producer's open transaction held it below them. A marker that does not come ends the attempt (errors_total{kind=\"transient\"}), and the next one settles the records."),
     doc("sluice_transaction_commit_duration_seconds", H, "seconds", &[PIPELINE],
         "Writing the offset record and committing the Kafka transaction (flush included)."),
     doc("sluice_transaction_events", H, "records", &[PIPELINE],

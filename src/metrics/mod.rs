@@ -99,6 +99,7 @@ pub struct Metrics {
     lag: LagGauge,
     commit_lag: Histogram,
     transactions: IntCounterVec,
+    commit_markers: IntCounterVec,
     commit_duration: Histogram,
     transaction_events: Histogram,
     last_commit: Gauge,
@@ -243,6 +244,7 @@ impl Metrics {
             },
             commit_lag: hist("sluice_commit_lag_seconds", seconds_buckets()),
             transactions: cvec("sluice_transactions_total"),
+            commit_markers: cvec("sluice_commit_markers_total"),
             commit_duration: hist(
                 "sluice_transaction_commit_duration_seconds",
                 seconds_buckets(),
@@ -274,6 +276,9 @@ impl Metrics {
         }
         for r in ["committed", "aborted"] {
             m.transactions.with_label_values(&[r]);
+        }
+        for r in ["verified", "unverified"] {
+            m.commit_markers.with_label_values(&[r]);
         }
         for k in ERROR_KINDS {
             m.errors.with_label_values(&[k]);
@@ -332,6 +337,7 @@ impl Metrics {
             Box::new(self.lag.clone()),
             Box::new(self.commit_lag.clone()),
             Box::new(self.transactions.clone()),
+            Box::new(self.commit_markers.clone()),
             Box::new(self.commit_duration.clone()),
             Box::new(self.transaction_events.clone()),
             Box::new(self.last_commit.clone()),
@@ -458,6 +464,18 @@ impl Metrics {
                 st.snapshot = Some(p.clone());
             }
         }
+    }
+
+    /// After a commit: partitions whose commit marker was seen, and those another producer's
+    /// open transaction made unverifiable.
+    pub fn markers_checked(&self, verified: usize, unverified: usize) {
+        let add = |r: &str, n: usize| {
+            if n > 0 {
+                self.commit_markers.with_label_values(&[r]).inc_by(n as u64);
+            }
+        };
+        add("verified", verified);
+        add("unverified", unverified);
     }
 
     /// A Kafka transaction was aborted.

@@ -29,14 +29,18 @@ mod heartbeat;
 pub(crate) mod identity;
 pub(crate) mod login_watch;
 pub mod offsets;
+mod offsets_set;
 mod order;
 pub(crate) mod past;
 pub(crate) mod patient;
 pub(crate) mod producer;
 pub mod reader;
+mod repair;
 pub(crate) mod schema_ids;
 mod schema_write;
+pub(crate) mod seal;
 mod settings;
+mod settle;
 mod shape;
 mod state;
 pub(crate) mod topics;
@@ -44,6 +48,7 @@ pub(crate) mod txn;
 mod txn_metadata;
 pub(crate) mod txn_tag;
 pub(crate) mod unmarked;
+pub(crate) mod written;
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -66,7 +71,7 @@ use offsets::OffsetRecord;
 use producer::SinkProducer;
 use topics::Topics;
 
-pub use offsets::set_offset;
+pub use offsets_set::set_offset;
 pub(crate) use settings::unmarked_scope;
 pub use settings::SinkSettings;
 pub use shape::{describe_shape_change, history_key};
@@ -206,6 +211,10 @@ struct Sink {
     /// The pipeline transaction of the last committed offset record; the open one is the
     /// next ([`unmarked`]).
     committed_txn: u64,
+    /// The attempt of the open pipeline transaction ([`txn_tag`]).
+    attempt: u64,
+    /// Checks the commit markers after each commit (exactly-once).
+    sealer: Option<seal::Sealer>,
     /// Debezium's transaction metadata records, when `[transaction_metadata]` is enabled.
     txn_metadata: Option<txn_metadata::TxnMetadata>,
     /// Debezium's heartbeat records, when `[heartbeat]` is enabled.
@@ -286,18 +295,9 @@ impl Sink {
             claim_from = claim::write(&mut producer, &s)?;
             *stats.claimed_from.lock().unwrap_or_else(|e| e.into_inner()) = Some(claim_from);
         }
-        let committed = state::read(&s, &topics, &producer)?;
+        let mut committed = state::read(&s, &topics, &producer)?;
+        let sealer = settle::at_start(&mut producer, &s, eo, &mut committed)?;
         let committed_txn = committed.offset.as_ref().map_or(0, |o| o.txn);
-        if eo {
-            unmarked::settle_data_partitions(
-                &producer,
-                &unmarked_scope(&s),
-                &s.name,
-                committed_txn,
-                &s.bootstrap,
-                txn::abort_wait(s.transaction_timeout_ms),
-            )?;
-        }
         let registry = match &s.registry {
             Some(cfg) => Some(BlockingRegistry::new(
                 Arc::new(Registry::new(cfg)?),
@@ -328,6 +328,8 @@ impl Sink {
             read_reported: Instant::now(),
             claim_from,
             retire: false,
+            attempt: 0,
+            sealer,
             committed_txn,
             txn_metadata: s
                 .transaction_metadata
@@ -420,10 +422,8 @@ impl Sink {
                 .inner
                 .begin_transaction()
                 .map_err(|e| self.producer.classify("begin_transaction", &e))?;
-            self.producer.tag = Some(unmarked::Tag::txn_value(
-                &self.s.name,
-                self.committed_txn + 1,
-            ));
+            self.attempt =
+                settle::begin_attempt(&mut self.producer, &self.s.name, self.committed_txn + 1);
         }
         self.kafka_open = true;
         self.kafka_started = Instant::now();
@@ -660,6 +660,7 @@ impl Sink {
         rec.xa_prepared = cp.xa_prepared;
         if self.exactly_once() {
             rec.txn = self.committed_txn + 1;
+            rec.attempt = txn_tag::attempt_text(self.attempt);
         }
         // Done tables leave the record (only counted): it stays small with many tables.
         rec.snapshot = cp
@@ -722,7 +723,11 @@ impl Sink {
         self.kafka_records = 0;
         self.pending = None;
         self.last_commit = Instant::now();
-        Ok(())
+        // The markers of every partition it wrote are there before anything else is written.
+        let own = (self.committed_txn, self.attempt);
+        self.sealer.as_ref().map_or(Ok(()), |sealer| {
+            settle::after_commit(sealer, &self.producer, &self.s, own, &self.metrics)
+        })
     }
 
     /// Channel closed: commit what ends at a boundary, abort a half source transaction.

@@ -15,10 +15,7 @@ use std::time::Duration;
 use rdkafka::config::ClientConfig;
 use serde::{Deserialize, Serialize};
 
-use rdkafka::producer::Producer;
-
 use super::reader::{self, Until};
-use super::{classify, producer::SinkProducer, topics::Topics, unmarked};
 use crate::error::{Error, Result};
 use crate::position::SourcePosition;
 
@@ -53,6 +50,16 @@ pub struct OffsetRecord {
     /// records Kafka left without a marker are matched with the committed offset.
     #[serde(default, skip_serializing_if = "is_zero")]
     pub txn: u64,
+    /// The attempt of that transaction that committed (16 hex digits, in the header too):
+    /// the records of other attempts of the same `txn` never committed. Empty in records of
+    /// versions before attempts.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub attempt: String,
+    /// Records of a committed transaction that Kafka left without a marker, being aborted and
+    /// written again ([`crate::sink::repair`]): a record with ranges is committed before they
+    /// are aborted, the one after their copies without them.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub repair: Vec<RepairRange>,
     /// Prepared, not yet committed XA transactions before `position` (xid → `file:pos` of the
     /// prepared group), so their rows can be read again at `XA COMMIT` after a restart.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
@@ -60,6 +67,22 @@ pub struct OffsetRecord {
     /// Progress of the snapshot, committed with the rows of each chunk.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub snapshot: Option<crate::snapshot::progress::SnapshotProgress>,
+}
+
+/// Records of one partition to write again: those in `[from, to)` whose
+/// [`crate::sink::unmarked::TXN_HEADER`] is `tag`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RepairRange {
+    /// Topic.
+    pub topic: String,
+    /// Partition.
+    pub partition: i32,
+    /// First offset (the last stable offset the records held).
+    pub from: i64,
+    /// End offset, exclusive (the high watermark then).
+    pub to: i64,
+    /// The header value of the records to copy.
+    pub tag: String,
 }
 
 fn is_zero(n: &u64) -> bool {
@@ -82,6 +105,8 @@ impl OffsetRecord {
             written_by: default_writer(),
             instance: crate::sink::claim::instance_id().to_string(),
             txn: 0,
+            attempt: String::new(),
+            repair: Vec::new(),
             xa_prepared: BTreeMap::new(),
             snapshot: None,
         }
@@ -172,57 +197,6 @@ pub fn parse_operator_position(text: &str) -> Result<SourcePosition> {
              file:<name>:<pos> (to start over from `source.start`, use a new pipeline name)"
         ))),
     }
-}
-
-/// `sluice offsets set`: fences any running instance (same transactional id), then commits an
-/// operator-chosen position in a transaction of its own. Blocking.
-pub fn set_offset(s: &crate::sink::SinkSettings, position: SourcePosition) -> Result<()> {
-    let mut topics = Topics::new(&s.client, s.topics.clone())?;
-    topics.ensure_offsets_topic(&s.offsets_topic)?;
-    let producer = SinkProducer::create(
-        &s.client,
-        Some(&s.transactional_id),
-        s.transaction_timeout_ms,
-        s.max_buffer_kbytes,
-    )?;
-    producer
-        .inner
-        .init_transactions(Duration::from_secs(60))
-        .map_err(|e| classify::classify("init_transactions (fencing)", &e))?;
-    // Records the pipeline left without a marker are settled against the offset being
-    // replaced, before the new one is written (see [`crate::sink::unmarked`]).
-    let wait = super::txn::abort_wait(s.transaction_timeout_ms);
-    unmarked::settle_offsets_topic(&producer, &s.client, &s.offsets_topic, &s.name, wait)?;
-    producer
-        .inner
-        .begin_transaction()
-        .map_err(|e| classify::classify("begin_transaction", &e))?;
-    // The sequence goes on from the committed record, so records Kafka left without a marker
-    // are still told apart after an operator's change (see [`crate::sink::unmarked`]).
-    let previous = read_own_committed(s)?;
-    let committed_txn = previous.map_or(0, |p| p.txn);
-    unmarked::settle_data_partitions(
-        &producer,
-        &super::unmarked_scope(s),
-        &s.name,
-        committed_txn,
-        &s.bootstrap,
-        wait,
-    )?;
-    let mut rec = OffsetRecord::new(&s.name, position, 0);
-    rec.written_by = "operator".into();
-    rec.txn = committed_txn + 1;
-    producer.send(
-        &s.offsets_topic,
-        Some(s.name.as_bytes()),
-        Some(&rec.to_bytes()),
-    )?;
-    producer.wait_delivered()?;
-    producer
-        .inner
-        .commit_transaction(Duration::from_secs(60))
-        .map_err(|e| classify::classify("commit_transaction", &e))?;
-    Ok(())
 }
 
 #[cfg(test)]

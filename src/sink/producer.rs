@@ -26,6 +26,9 @@ pub struct DeliveryState {
     pub first_error: Mutex<Option<KafkaError>>,
     /// Records acknowledged by the broker.
     pub delivered: AtomicU64,
+    /// The last acknowledged offset per topic and partition since it was last taken: where
+    /// the records of the open transaction end ([`crate::sink::seal`]).
+    pub written: Mutex<crate::sink::written::Written>,
 }
 
 /// The producer context: records delivery results and fatal errors.
@@ -48,8 +51,12 @@ impl ProducerContext for SinkContext {
 
     fn delivery(&self, result: &DeliveryResult<'_>, _: ()) {
         match result {
-            Ok(_) => {
+            Ok(m) => {
                 self.state.delivered.fetch_add(1, Ordering::Relaxed);
+                use rdkafka::message::Message;
+                if let Ok(mut w) = self.state.written.lock() {
+                    w.note(m.topic(), m.partition(), m.offset());
+                }
             }
             Err((err, _)) => {
                 if let Ok(mut e) = self.state.first_error.lock() {
@@ -165,6 +172,49 @@ impl SinkProducer {
         self.produce(topic, partition, key, value, [header, None], None)
     }
 
+    /// Produces a copy of a record read back from Kafka to `partition`, with `headers` and
+    /// its original `timestamp` ([`crate::sink::repair`]), waiting while the queue is full.
+    pub fn send_copy(
+        &self,
+        topic: &str,
+        partition: i32,
+        key: Option<&[u8]>,
+        value: Option<&[u8]>,
+        headers: OwnedHeaders,
+        timestamp: Option<i64>,
+    ) -> Result<()> {
+        let started = Instant::now();
+        loop {
+            let mut rec: BaseRecord<'_, [u8], [u8]> = BaseRecord::to(topic)
+                .partition(partition)
+                .headers(headers.clone());
+            if let Some(k) = key {
+                rec = rec.key(k);
+            }
+            if let Some(v) = value {
+                rec = rec.payload(v);
+            }
+            if let Some(ts) = timestamp {
+                rec = rec.timestamp(ts);
+            }
+            match self.inner.send(rec) {
+                Ok(()) => return Ok(()),
+                Err((KafkaError::MessageProduction(RDKafkaErrorCode::QueueFull), _)) => {
+                    self.stop
+                        .check(&format!("waiting for producer queue space for `{topic}`"))?;
+                    if started.elapsed() > self.wait_limit {
+                        return Err(Error::transient(format!(
+                            "the Kafka producer queue stayed full for {:?} while writing to `{topic}`",
+                            self.wait_limit
+                        )));
+                    }
+                    self.inner.poll(Duration::from_millis(2));
+                }
+                Err((e, _)) => return Err(self.classify(&format!("produce to `{topic}`"), &e)),
+            }
+        }
+    }
+
     fn produce(
         &self,
         topic: &str,
@@ -226,6 +276,17 @@ impl SinkProducer {
                 Err((e, _)) => return Err(self.classify(&format!("produce to `{topic}`"), &e)),
             }
         }
+    }
+
+    /// Takes the last acknowledged offset per partition noted since the last take
+    /// ([`crate::sink::seal`]); a transaction begins with a take.
+    pub fn take_written(&self) -> Vec<(String, i32, i64)> {
+        self.ctx
+            .state
+            .written
+            .lock()
+            .map(|mut w| w.take())
+            .unwrap_or_default()
     }
 
     /// Waits until every produced record is acknowledged (short polls: no 100 ms floor), then

@@ -18,21 +18,28 @@
 //! marker — or an operator's `kafka-transactions.sh abort` — loses them (seen: 5 changes).
 //!
 //! **How sluice tells the two apart.** Every record of a pipeline transaction carries the
-//! [`TXN_HEADER`] `<pipeline>:<txn>`, where `txn` counts the pipeline's Kafka transactions
-//! and is stored in the offset record committed with them ([`super::offsets::OffsetRecord`]).
-//! After `init_transactions` (so none of this pipeline's transactions is still in progress),
-//! each partition whose LSO is below its high watermark is looked at: the record at the LSO
-//! is the first record of the oldest open transaction there. [`decide`] then says:
+//! [`TXN_HEADER`] `<pipeline>:<txn>/<attempt>`, where `txn` counts the pipeline's Kafka
+//! transactions and `attempt` is new for every Kafka transaction begun; both are stored in
+//! the offset record committed with them ([`super::offsets::OffsetRecord`]), so two attempts
+//! of one `txn` (one dropped unfinished, its retry committed) are never confused. After
+//! `init_transactions` (so none of this pipeline's transactions is still in progress), each
+//! partition whose LSO is below its high watermark is looked at: the record at the LSO is the
+//! first record of the oldest open transaction there. [`decide`] then says:
 //! - not this pipeline's (no header, another pipeline): left alone and reported — only that
 //!   producer's own next marker ends it;
-//! - this pipeline's, `txn` above the committed one: its transaction never committed, so it
-//!   is aborted now ([`abort_probe`]: a transaction that writes one record to that partition
-//!   and aborts, whose abort marker ends every open record of this producer id there; a
-//!   `read_committed` consumer sees none of them) — before the pipeline writes anything;
-//! - this pipeline's, `txn` at or below the committed one: committed in the coordinator's
-//!   view, so it is left for the next transaction that writes there to commit, and reported
-//!   (should a transaction writing there abort first, those records are lost: the open
-//!   problem documented in `docs/architecture.md`).
+//! - this pipeline's, of an attempt that did not commit (`txn` above the committed one, or
+//!   the committed `txn` with another attempt): aborted now ([`abort_probe`]: a transaction
+//!   that writes one record to that partition and aborts, whose abort marker ends every open
+//!   record of this producer id there; a `read_committed` consumer sees none of them) —
+//!   before the pipeline writes anything;
+//! - this pipeline's, of the committed attempt: aborted and written again
+//!   ([`super::repair`]), so that no later abort marker can take them;
+//! - this pipeline's, of a transaction before the committed one (left by versions before
+//!   attempts and [`super::seal`]): left for the next transaction there to commit, reported.
+//!
+//! While the pipeline runs, [`super::seal`] keeps a partition from holding records of more
+//! than one of its transactions: after each commit it waits for the markers before the next
+//! transaction writes.
 //!
 //! On the pipeline's own offsets topic the look comes first, before the claim record is
 //! committed (whose marker would commit them): the committed offset is not known yet, so
@@ -80,31 +87,50 @@ pub struct Held {
     pub first: Option<Tag>,
 }
 
+/// The pipeline transaction of the committed offset record: its number and the attempt
+/// that committed it (`None` in records of versions before attempts).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CommittedTxn {
+    /// The pipeline transaction.
+    pub txn: u64,
+    /// Its committing attempt.
+    pub attempt: Option<u64>,
+}
+
 /// What to do with the open records of a held partition.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Verdict {
     /// Not this pipeline's: left alone, reported.
     Foreign,
-    /// This pipeline's, of a committed transaction: left for its next transaction there to
-    /// commit, reported.
+    /// This pipeline's, of the attempt that committed: aborted and written again
+    /// ([`super::repair`]), so no later abort marker can take them.
     Committed,
-    /// This pipeline's, of a transaction that never committed: aborted now.
+    /// This pipeline's, of a transaction before the committed one (only a version before
+    /// attempts and commit-marker checks leaves these): left for its next transaction there
+    /// to commit, reported.
+    Older,
+    /// This pipeline's, of an attempt that never committed: aborted now.
     Abort,
 }
 
 /// The verdict for a held partition whose record at the LSO has tag `first`. `committed`:
 /// the pipeline transaction of the committed offset record, `None` while it is not known
 /// yet (the pipeline's own offsets topic, looked at before anything is read).
-pub fn decide(first: Option<&Tag>, pipeline: &str, committed: Option<u64>) -> Verdict {
+pub fn decide(first: Option<&Tag>, pipeline: &str, committed: Option<CommittedTxn>) -> Verdict {
     let Some(tag) = first.filter(|t| t.pipeline == pipeline) else {
         return Verdict::Foreign;
     };
-    match (tag.txn, committed) {
+    let (Some(t), Some(c)) = (tag.txn, committed) else {
         // A claim carries no data; an own record on the offsets topic is aborted (see the
         // module documentation: a duplicate, never a loss).
-        (None, _) | (_, None) => Verdict::Abort,
-        (Some(t), Some(c)) if t <= c => Verdict::Committed,
-        (Some(_), Some(_)) => Verdict::Abort,
+        return Verdict::Abort;
+    };
+    match (t.cmp(&c.txn), tag.attempt, c.attempt) {
+        (std::cmp::Ordering::Greater, _, _) => Verdict::Abort,
+        (std::cmp::Ordering::Less, _, _) => Verdict::Older,
+        // Another attempt of the committed transaction: aborted, or dropped unfinished.
+        (std::cmp::Ordering::Equal, Some(a), Some(ca)) if a != ca => Verdict::Abort,
+        (std::cmp::Ordering::Equal, _, _) => Verdict::Committed,
     }
 }
 
@@ -116,6 +142,7 @@ impl Held {
             Some(Tag {
                 pipeline: writer,
                 txn: Some(n),
+                ..
             }) if writer == pipeline => (
                 format!("pipeline `{writer}`, transaction {n}"),
                 "it committed, and this pipeline's next transaction there commits these \
@@ -188,40 +215,50 @@ impl Lookers {
             partition,
             lso,
             high,
-            first: self.tag_at(topic, partition, lso)?,
+            first: tag_at(&self.uncommitted, topic, partition, lso)?,
         }))
     }
+}
 
-    /// The tag of the record at `offset`, if it is there and has one.
-    fn tag_at(&self, topic: &str, partition: i32, offset: i64) -> Result<Option<Tag>> {
-        let mut tpl = TopicPartitionList::new();
-        tpl.add_partition_offset(topic, partition, Offset::Offset(offset))
-            .map_err(|e| Error::transient(format!("reading `{topic}` [{partition}]: {e}")))?;
-        self.uncommitted
-            .assign(&tpl)
-            .map_err(|e| Error::transient(format!("reading `{topic}` [{partition}]: {e}")))?;
-        let deadline = std::time::Instant::now() + FIRST_RECORD_WAIT;
-        while std::time::Instant::now() < deadline {
-            match self.uncommitted.poll(Duration::from_millis(200)) {
-                Some(Ok(m)) if m.topic() == topic && m.partition() == partition => {
-                    if m.offset() != offset {
-                        return Ok(None);
-                    }
-                    let tag = m.headers().and_then(|h| {
-                        h.iter()
-                            .find(|h| h.key == TXN_HEADER)
-                            .and_then(|h| h.value.and_then(Tag::parse))
-                    });
-                    return Ok(tag);
+/// The tag of the record at `offset` of `topic` / `partition`, if it is there and has one,
+/// read with `reader` (a `read_uncommitted` consumer, which it assigns). Blocking.
+pub(crate) fn tag_at(
+    reader: &BaseConsumer<ReaderContext>,
+    topic: &str,
+    partition: i32,
+    offset: i64,
+) -> Result<Option<Tag>> {
+    let mut tpl = TopicPartitionList::new();
+    tpl.add_partition_offset(topic, partition, Offset::Offset(offset))
+        .map_err(|e| Error::transient(format!("reading `{topic}` [{partition}]: {e}")))?;
+    reader
+        .assign(&tpl)
+        .map_err(|e| Error::transient(format!("reading `{topic}` [{partition}]: {e}")))?;
+    let deadline = std::time::Instant::now() + FIRST_RECORD_WAIT;
+    while std::time::Instant::now() < deadline {
+        match reader.poll(Duration::from_millis(200)) {
+            Some(Ok(m)) if m.topic() == topic && m.partition() == partition => {
+                if m.offset() != offset {
+                    return Ok(None);
                 }
-                _ => continue,
+                return Ok(header_tag(&m));
             }
+            _ => continue,
         }
-        Err(Error::transient(format!(
-            "the record at offset {offset} of `{topic}` partition {partition} (the first of an \
-             open transaction) could not be read within {FIRST_RECORD_WAIT:?}"
-        )))
     }
+    Err(Error::transient(format!(
+        "the record at offset {offset} of `{topic}` partition {partition} (the first of an \
+         open transaction) could not be read within {FIRST_RECORD_WAIT:?}"
+    )))
+}
+
+/// The [`TXN_HEADER`] of a record, if it has one sluice wrote.
+pub(crate) fn header_tag<M: Message>(m: &M) -> Option<Tag> {
+    m.headers().and_then(|h| {
+        h.iter()
+            .find(|h| h.key == TXN_HEADER)
+            .and_then(|h| h.value.and_then(Tag::parse))
+    })
 }
 
 /// The held partitions of the data topics the pipeline writes (and of its further topics).
@@ -307,20 +344,22 @@ pub fn settle_offsets_topic(
     Ok(())
 }
 
-/// The data partitions, once the committed offset is known (`committed_txn`): aborts this
-/// pipeline's open records of transactions that never committed, and reports the rest.
-/// Blocking; after `init_transactions`, before the pipeline writes.
+/// The data partitions, once the committed offset is known (`committed`): aborts this
+/// pipeline's open records of attempts that never committed, reports what is not this
+/// pipeline's, and returns the partitions holding records of the committed attempt, for
+/// [`super::repair`]. Blocking; after `init_transactions`, before the pipeline writes.
 pub fn settle_data_partitions(
     producer: &SinkProducer,
     scope: &Scope,
     pipeline: &str,
-    committed_txn: u64,
+    committed: CommittedTxn,
     bootstrap: &str,
     wait: Duration,
-) -> Result<()> {
+) -> Result<Vec<Held>> {
     let mut reported = Vec::new();
+    let mut committed_held = Vec::new();
     for h in held_data_partitions(scope)? {
-        match decide(h.first.as_ref(), pipeline, Some(committed_txn)) {
+        match decide(h.first.as_ref(), pipeline, Some(committed)) {
             Verdict::Abort => {
                 abort_probe(producer, &h.topic, h.partition, wait)?;
                 let after = Lookers::new(&scope.client)?.held(&h.topic, h.partition)?;
@@ -336,25 +375,31 @@ pub fn settle_data_partitions(
                     from_offset = h.lso,
                     to_offset = h.high,
                     transaction = ?h.first.as_ref().and_then(|t| t.txn),
-                    committed_transaction = committed_txn,
+                    committed_transaction = committed.txn,
                     "aborted this pipeline's records that Kafka left without a transaction \
                      marker (a broker had no leader for the partition while the coordinator \
                      ended their transaction); their transaction never committed, so the \
                      pipeline writes their changes again from the committed offset"
                 );
             }
-            Verdict::Committed | Verdict::Foreign => reported.push(h),
+            Verdict::Committed => committed_held.push(h),
+            Verdict::Older | Verdict::Foreign => reported.push(h),
         }
     }
     if !reported.is_empty() {
         tracing::warn!(
             partitions = reported.len(),
-            committed_transaction = committed_txn,
+            committed_transaction = committed.txn,
             "{}",
             warning(&reported, pipeline, bootstrap)
         );
     }
-    Ok(())
+    Ok(committed_held)
+}
+
+/// The partition, if it is held. Blocking.
+pub fn held_partition(client: &ClientConfig, topic: &str, partition: i32) -> Result<Option<Held>> {
+    Lookers::new(client)?.held(topic, partition)
 }
 
 /// The warning for held partitions left alone.
@@ -376,14 +421,28 @@ mod tests {
         Tag {
             pipeline: p.into(),
             txn: t,
+            attempt: None,
         }
+    }
+
+    fn at(t: u64, attempt: Option<u64>) -> Option<CommittedTxn> {
+        Some(CommittedTxn { txn: t, attempt })
     }
 
     #[test]
     fn tags_round_trip() {
+        let with = |p: &str, t: u64, a: u64| Tag {
+            pipeline: p.into(),
+            txn: Some(t),
+            attempt: Some(a),
+        };
         assert_eq!(
-            Tag::parse(&Tag::txn_value("orders", 42)),
-            Some(tag("orders", Some(42)))
+            Tag::parse(&Tag::txn_value("orders", 42, 0xdead_beef)),
+            Some(with("orders", 42, 0xdead_beef))
+        );
+        assert_eq!(
+            Tag::parse(&Tag::txn_value("orders", 0, u64::MAX)),
+            Some(with("orders", 0, u64::MAX))
         );
         assert_eq!(
             Tag::parse(&Tag::claim_value("orders")),
@@ -391,9 +450,24 @@ mod tests {
         );
         // A pipeline name may hold the separator: the last one counts.
         assert_eq!(
-            Tag::parse(&Tag::txn_value("a:b", 7)),
-            Some(tag("a:b", Some(7)))
+            Tag::parse(&Tag::txn_value("a:b", 7, 1)),
+            Some(with("a:b", 7, 1))
         );
+        // Records of versions before attempts.
+        assert_eq!(Tag::parse(b"orders:7"), Some(tag("orders", Some(7))));
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn any_tag_round_trips(name in "[A-Za-z0-9._-]{1,40}", txn: u64, attempt: u64) {
+            let parsed = Tag::parse(&Tag::txn_value(&name, txn, attempt));
+            proptest::prop_assert_eq!(parsed, Some(Tag { pipeline: name, txn: Some(txn), attempt: Some(attempt) }));
+        }
+
+        #[test]
+        fn no_bytes_panic_the_parser(bytes in proptest::collection::vec(proptest::num::u8::ANY, 0..64)) {
+            let _ = Tag::parse(&bytes);
+        }
     }
 
     #[test]
@@ -407,6 +481,12 @@ mod tests {
             b"orders:1x",
             b"orders:99999999999999999999999",
             b"\xff\xfe:1",
+            b"orders:5/",
+            b"orders:5/123",
+            b"orders:5/0123456789abcdefg",
+            b"orders:5/0123456789abcdef0",
+            b"orders:/0123456789abcdef",
+            b"orders:claim/0123456789abcdef",
         ] {
             assert_eq!(Tag::parse(bad), None, "{:?}", String::from_utf8_lossy(bad));
         }
@@ -415,22 +495,48 @@ mod tests {
     #[test]
     fn records_of_a_transaction_that_never_committed_are_aborted() {
         let t = tag("orders", Some(8));
-        assert_eq!(decide(Some(&t), "orders", Some(7)), Verdict::Abort);
-        assert_eq!(decide(Some(&t), "orders", Some(0)), Verdict::Abort);
+        assert_eq!(decide(Some(&t), "orders", at(7, Some(1))), Verdict::Abort);
+        assert_eq!(decide(Some(&t), "orders", at(0, None)), Verdict::Abort);
     }
 
     #[test]
-    fn records_of_a_committed_transaction_are_left_to_the_next_commit() {
+    fn another_attempt_of_the_committed_transaction_is_aborted() {
+        // The attempt that was dropped unfinished (its records left open) and the one that
+        // committed carry the same transaction number: only the attempt tells them apart.
+        let dropped = Tag {
+            attempt: Some(0xa),
+            ..tag("orders", Some(7))
+        };
+        assert_eq!(
+            decide(Some(&dropped), "orders", at(7, Some(0xb))),
+            Verdict::Abort
+        );
+        assert_eq!(
+            decide(Some(&dropped), "orders", at(7, Some(0xa))),
+            Verdict::Committed
+        );
+    }
+
+    #[test]
+    fn records_of_the_committed_transaction_are_written_again_and_older_ones_reported() {
         let t = tag("orders", Some(7));
-        assert_eq!(decide(Some(&t), "orders", Some(7)), Verdict::Committed);
-        assert_eq!(decide(Some(&t), "orders", Some(9)), Verdict::Committed);
+        // Without attempts (older versions) the number decides.
+        assert_eq!(
+            decide(Some(&t), "orders", at(7, Some(3))),
+            Verdict::Committed
+        );
+        assert_eq!(decide(Some(&t), "orders", at(7, None)), Verdict::Committed);
+        assert_eq!(decide(Some(&t), "orders", at(9, Some(3))), Verdict::Older);
     }
 
     #[test]
     fn other_producers_are_left_alone() {
-        assert_eq!(decide(None, "orders", Some(3)), Verdict::Foreign);
+        assert_eq!(decide(None, "orders", at(3, None)), Verdict::Foreign);
         let other = tag("billing", Some(9));
-        assert_eq!(decide(Some(&other), "orders", Some(3)), Verdict::Foreign);
+        assert_eq!(
+            decide(Some(&other), "orders", at(3, None)),
+            Verdict::Foreign
+        );
         assert_eq!(decide(Some(&other), "orders", None), Verdict::Foreign);
     }
 
@@ -441,7 +547,7 @@ mod tests {
             Verdict::Abort
         );
         assert_eq!(
-            decide(Some(&tag("orders", None)), "orders", Some(3)),
+            decide(Some(&tag("orders", None)), "orders", at(3, None)),
             Verdict::Abort
         );
     }

@@ -1,0 +1,147 @@
+//! After a commit, before the next transaction writes: has Kafka written the commit markers
+//! of every partition the committed transaction wrote to?
+//!
+//! **Why.** The coordinator answers `EndTxn` once the commit is decided, then writes the
+//! markers; for a partition it finds no leader for it skips the marker (see
+//! [`super::unmarked`]) and the records stay open there. The partition still counts them as
+//! the open transaction of this producer id, so the *next* marker of the pipeline there
+//! decides them too. If the next transaction writes to that partition and is aborted (the
+//! broker that was shutting down is gone, the attempt fails, the next `init_transactions`
+//! aborts it), the abort marker ends the committed records as aborted: they are lost while
+//! the offset record says they were written (seen in a chaos run: one change of a committed
+//! transaction missing). So no transaction may write before the markers of the previous one
+//! are known to be there.
+//!
+//! **How.** The delivery reports give the last offset the transaction wrote on each
+//! partition ([`super::written::Written`]). After the commit, each partition's last stable offset (LSO, what
+//! a `read_committed` consumer's end is) must pass it; markers follow the `EndTxn` answer
+//! within milliseconds, so the LSO is polled with a short backoff. If it does not pass within
+//! [`deadline`], the attempt ends with a transient error: the next attempt fences, and
+//! [`super::unmarked`] finds the records still open and settles them (a committed
+//! transaction's are aborted and written again, [`super::repair`]). When the record at the
+//! LSO is not one of this transaction's (another producer's transaction is open there and
+//! holds the LSO below it), the LSO says nothing about this pipeline's marker: that partition
+//! is counted as unverified and the pipeline goes on.
+
+use std::time::{Duration, Instant};
+
+use rdkafka::config::ClientConfig;
+use rdkafka::consumer::{BaseConsumer, Consumer};
+
+use super::reader::{self, ReaderContext};
+use super::unmarked::{self, Tag};
+use crate::error::{Error, Result};
+use crate::shutdown::ShutdownClock;
+
+/// The longest wait for the markers of one commit.
+pub const DEADLINE_MAX: Duration = Duration::from_secs(10);
+
+/// How long the LSO may stay below this transaction's records before the record there is
+/// looked at (is it this transaction's, or another producer's?).
+const LOOK_AFTER: Duration = Duration::from_millis(500);
+
+/// The wait for the markers of one commit: `kafka.transaction_timeout_ms`, at most
+/// [`DEADLINE_MAX`].
+pub fn deadline(transaction_timeout_ms: u64) -> Duration {
+    Duration::from_millis(transaction_timeout_ms).min(DEADLINE_MAX)
+}
+
+/// What [`Sealer::verify`] found.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct Sealed {
+    /// Partitions whose LSO passed the transaction's records.
+    pub verified: usize,
+    /// Partitions another producer's open transaction held below them: not verifiable.
+    pub unverified: usize,
+}
+
+/// Checks the markers of committed transactions.
+pub struct Sealer {
+    committed: BaseConsumer<ReaderContext>,
+    uncommitted: BaseConsumer<ReaderContext>,
+}
+
+impl Sealer {
+    /// The consumers it reads with.
+    pub fn new(client: &ClientConfig) -> Result<Self> {
+        Ok(Sealer {
+            committed: reader::consumer(client, "sluice-seal", "read_committed", "")?,
+            uncommitted: reader::consumer(client, "sluice-seal", "read_uncommitted", "")?,
+        })
+    }
+
+    /// Waits until the LSO of every partition in `written` passes the offset noted there.
+    /// `own`: the tag of the committed transaction's records. Blocking.
+    pub fn verify(
+        &self,
+        written: &[(String, i32, i64)],
+        own: &Tag,
+        wait: Duration,
+        stop: &ShutdownClock,
+    ) -> Result<Sealed> {
+        let started = Instant::now();
+        let mut sealed = Sealed::default();
+        for (topic, partition, last) in written {
+            let mut backoff = Duration::from_millis(1);
+            let mut looked = false;
+            loop {
+                let lso = self
+                    .committed
+                    .fetch_watermarks(topic, *partition, Duration::from_secs(2))
+                    .map(|(_, lso)| lso);
+                if matches!(lso, Ok(l) if l > *last) {
+                    sealed.verified += 1;
+                    break;
+                }
+                if let (Ok(l), false) = (&lso, looked) {
+                    let l = *l;
+                    if started.elapsed() >= LOOK_AFTER {
+                        looked = true;
+                        let at = unmarked::tag_at(&self.uncommitted, topic, *partition, l)?;
+                        if at.as_ref() != Some(own) {
+                            tracing::debug!(
+                                topic,
+                                partition,
+                                lso = l,
+                                last,
+                                "another transaction holds the partition's last stable offset \
+                                 below this commit's records: its markers are not verifiable"
+                            );
+                            sealed.unverified += 1;
+                            break;
+                        }
+                    }
+                }
+                if started.elapsed() >= wait {
+                    let seen = match lso {
+                        Ok(l) => format!("its last stable offset is {l}"),
+                        Err(e) => format!("its last stable offset could not be read: {e}"),
+                    };
+                    return Err(Error::transient(format!(
+                        "the commit markers of pipeline transaction {txn} did not reach `{topic}` \
+                         partition {partition} within {wait:?} (the transaction's records end at \
+                         offset {last}; {seen}): Kafka may have ended the transaction without \
+                         writing them (a partition without a leader); the next attempt fences and \
+                         settles those records before anything is written",
+                        txn = own.txn.unwrap_or_default(),
+                    )));
+                }
+                stop.check("waiting for the commit markers")?;
+                std::thread::sleep(backoff);
+                backoff = (backoff * 2).min(Duration::from_millis(50));
+            }
+        }
+        Ok(sealed)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_wait_is_the_transaction_timeout_capped() {
+        assert_eq!(deadline(5000), Duration::from_secs(5));
+        assert_eq!(deadline(60_000), DEADLINE_MAX);
+    }
+}
