@@ -45,17 +45,18 @@ pub fn retrying<T>(
     let mut per_try = FIRST_TRY;
     loop {
         let left = deadline.saturating_sub(started.elapsed());
-        let err: KafkaError = match call(per_try.min(left).max(PAUSE)) {
+        let this_try = per_try.min(left).max(PAUSE);
+        let err: KafkaError = match call(this_try) {
             Ok(v) => return Ok(v),
             Err(e) => e,
         };
         if !consumer_recovers(&err) || started.elapsed() + PAUSE >= deadline {
             return Err(err);
         }
-        tracing::info!(error = %err, ?per_try, "a Kafka read failed (a node down or a leader moving?); trying again");
+        tracing::info!(error = %err, per_try = ?this_try, "a Kafka read failed (a node down or a leader moving?); trying again");
         between();
         std::thread::sleep(PAUSE);
-        per_try = per_try.saturating_mul(2);
+        per_try = per_try.saturating_mul(2).min(deadline);
     }
 }
 
