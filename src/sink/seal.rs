@@ -21,7 +21,9 @@
 //! transaction's are aborted and written again, [`super::repair`]). When the record at the
 //! LSO is not one of this transaction's (another producer's transaction is open there and
 //! holds the LSO below it), the LSO says nothing about this pipeline's marker: that partition
-//! is counted as unverified and the pipeline goes on.
+//! is counted as unverified and the pipeline goes on; while the LSO stays at that offset,
+//! later commits count the partition unverified at once instead of waiting again (a hanging
+//! foreign transaction on a shared offsets topic must not slow every commit).
 
 use std::time::{Duration, Instant};
 
@@ -59,6 +61,9 @@ pub struct Sealed {
 pub struct Sealer {
     committed: BaseConsumer<ReaderContext>,
     uncommitted: BaseConsumer<ReaderContext>,
+    /// Partitions found held by another producer's open transaction, with the LSO it holds
+    /// them at: while the LSO stays there, later commits do not wait for it again.
+    foreign: std::sync::Mutex<std::collections::HashMap<(String, i32), i64>>,
 }
 
 impl Sealer {
@@ -67,6 +72,7 @@ impl Sealer {
         Ok(Sealer {
             committed: reader::consumer(client, "sluice-seal", "read_committed", "")?,
             uncommitted: reader::consumer(client, "sluice-seal", "read_uncommitted", "")?,
+            foreign: Default::default(),
         })
     }
 
@@ -89,8 +95,14 @@ impl Sealer {
                     .committed
                     .fetch_watermarks(topic, *partition, Duration::from_secs(2))
                     .map(|(_, lso)| lso);
+                let key = (topic.clone(), *partition);
                 if matches!(lso, Ok(l) if l > *last) {
+                    self.foreign_held(key, None);
                     sealed.verified += 1;
+                    break;
+                }
+                if matches!(lso, Ok(l) if self.foreign_at(&key) == Some(l)) {
+                    sealed.unverified += 1;
                     break;
                 }
                 if let (Ok(l), false) = (&lso, looked) {
@@ -99,6 +111,7 @@ impl Sealer {
                         looked = true;
                         let at = unmarked::tag_at(&self.uncommitted, topic, *partition, l)?;
                         if at.as_ref() != Some(own) {
+                            self.foreign_held(key, Some(l));
                             tracing::debug!(
                                 topic,
                                 partition,
@@ -132,6 +145,26 @@ impl Sealer {
             }
         }
         Ok(sealed)
+    }
+
+    /// The LSO another producer's open transaction was found holding `key` at.
+    fn foreign_at(&self, key: &(String, i32)) -> Option<i64> {
+        let map = self.foreign.lock().unwrap_or_else(|e| e.into_inner());
+        map.get(key).copied()
+    }
+
+    /// Notes (`Some`) or forgets (`None`) that another producer's transaction holds `key`.
+    fn foreign_held(&self, key: (String, i32), at: Option<i64>) {
+        let mut map = self.foreign.lock().unwrap_or_else(|e| e.into_inner());
+        match at {
+            Some(l) if map.len() < 4096 => {
+                map.insert(key, l);
+            }
+            Some(_) => {}
+            None => {
+                map.remove(&key);
+            }
+        }
     }
 }
 
