@@ -269,13 +269,28 @@ pub fn held_data_partitions(scope: &Scope) -> Result<Vec<Held>> {
     let md = patient::retrying(patient::DEADLINE, |t| probe.fetch_metadata(None, t), || {})
         .map_err(|e| Error::transient(format!("Kafka metadata request failed: {e}")))?;
     let mut held = Vec::new();
-    for t in md.topics().iter().filter(|t| t.error().is_none()) {
+    for t in md.topics() {
         let name = t.name();
         if scope.skip.iter().any(|s| s == name) {
             continue;
         }
         if !(scope.patterns.is_match(name) || scope.own_topics.iter().any(|o| o == name)) {
             continue;
+        }
+        match t.error() {
+            None => {}
+            // Deleted meanwhile: nothing of it is left to hold anything back.
+            Some(rdkafka::types::RDKafkaRespErr::RD_KAFKA_RESP_ERR_UNKNOWN_TOPIC_OR_PART) => {
+                continue
+            }
+            // A topic it could not look at may hold this pipeline's open records: the look is
+            // not skipped, the attempt ends and the next one looks again.
+            Some(e) => {
+                return Err(Error::transient(format!(
+                    "looking for records Kafka left without a transaction marker: the metadata \
+                     of `{name}` has the error {e:?}; trying again"
+                )))
+            }
         }
         for p in t.partitions() {
             held.extend(lookers.held(name, p.id())?);
