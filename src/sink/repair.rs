@@ -77,9 +77,15 @@ pub fn run(
         return Ok(None);
     };
     let mut ranges = base.repair.clone();
+    // The same records may be held with another end offset by now: one range per partition
+    // and tag, or they would be copied twice.
     let fresh: Vec<RepairRange> = ranges_of(held)
         .into_iter()
-        .filter(|r| !ranges.contains(r))
+        .filter(|r| {
+            !ranges
+                .iter()
+                .any(|o| (&o.topic, o.partition, &o.tag) == (&r.topic, r.partition, &r.tag))
+        })
         .collect();
     if ranges.is_empty() && fresh.is_empty() {
         return Ok(None);
