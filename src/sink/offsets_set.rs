@@ -58,9 +58,8 @@ pub fn set_offset(s: &crate::sink::SinkSettings, position: SourcePosition) -> Re
     let mut rec = OffsetRecord::new(&s.name, position, 0);
     rec.written_by = "operator".into();
     rec.txn = committed_txn + 1;
-    let attempt = super::txn_tag::new_attempt();
+    let attempt = super::settle::begin_attempt(&mut producer, &s.name, rec.txn);
     rec.attempt = super::txn_tag::attempt_text(attempt);
-    producer.tag = Some(super::txn_tag::Tag::txn_value(&s.name, rec.txn, attempt));
     producer.send(
         &s.offsets_topic,
         Some(s.name.as_bytes()),

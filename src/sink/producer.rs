@@ -200,19 +200,26 @@ impl SinkProducer {
             match self.inner.send(rec) {
                 Ok(()) => return Ok(()),
                 Err((KafkaError::MessageProduction(RDKafkaErrorCode::QueueFull), _)) => {
-                    self.stop
-                        .check(&format!("waiting for producer queue space for `{topic}`"))?;
-                    if started.elapsed() > self.wait_limit {
-                        return Err(Error::transient(format!(
-                            "the Kafka producer queue stayed full for {:?} while writing to `{topic}`",
-                            self.wait_limit
-                        )));
-                    }
-                    self.inner.poll(Duration::from_millis(2));
+                    self.wait_for_queue_space(topic, started)?;
                 }
                 Err((e, _)) => return Err(self.classify(&format!("produce to `{topic}`"), &e)),
             }
         }
+    }
+
+    /// librdkafka's queue is full: serves delivery reports for a moment, unless the shutdown
+    /// budget or the wait limit (counted from `started`) is used up.
+    fn wait_for_queue_space(&self, topic: &str, started: Instant) -> Result<()> {
+        self.stop
+            .check(&format!("waiting for producer queue space for `{topic}`"))?;
+        if started.elapsed() > self.wait_limit {
+            return Err(Error::transient(format!(
+                "the Kafka producer queue stayed full for {:?} while writing to `{topic}`",
+                self.wait_limit
+            )));
+        }
+        self.inner.poll(Duration::from_millis(2));
+        Ok(())
     }
 
     fn produce(
@@ -263,15 +270,7 @@ impl SinkProducer {
                     return Ok(());
                 }
                 Err((KafkaError::MessageProduction(RDKafkaErrorCode::QueueFull), _)) => {
-                    self.stop
-                        .check(&format!("waiting for producer queue space for `{topic}`"))?;
-                    if started.elapsed() > self.wait_limit {
-                        return Err(Error::transient(format!(
-                            "the Kafka producer queue stayed full for {:?} while writing to `{topic}`",
-                            self.wait_limit
-                        )));
-                    }
-                    self.inner.poll(Duration::from_millis(2));
+                    self.wait_for_queue_space(topic, started)?;
                 }
                 Err((e, _)) => return Err(self.classify(&format!("produce to `{topic}`"), &e)),
             }
