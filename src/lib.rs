@@ -50,4 +50,5 @@ pub mod schema;
 pub mod shutdown;
 pub mod sink;
 pub mod snapshot;
+pub mod startup;
 pub mod value;

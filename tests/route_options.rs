@@ -2,7 +2,7 @@
 //! `read_committed` consumer: key-change headers (JSON and Avro routes), and
 //! `bigint_unsigned`, `skipped_operations` (offsets still advance, transaction metadata counts
 //! only what was written), `column_exclude`, `column_mask`, `column_hash` together, on
-//! streamed changes and on snapshot reads.
+//! streamed changes and on snapshot reads; and `commit.mode = "eager"`.
 //!
 //! Expected masks and digests are what Debezium 3.5.0's `MaskStrings` returned for the same
 //! values (`column.mask.with.5.chars`, `column.mask.hash.v2.SHA-256.with.salt.s4lt`); the
@@ -315,7 +315,37 @@ column_hash = [{{ columns = ['{db}\.u\.code'], algorithm = "SHA-256", salt = "s4
     );
 }
 
+/// `commit.mode = "eager"`: a transaction commits at the end of a source transaction once the
+/// source has nothing more buffered. With `commit.max_ms` at 20 s, the interval mode would
+/// show none of these rows within the 15 s wait below (eager: well under a second).
+async fn eager_commits_without_waiting_for_max_ms(flavor: Flavor) {
+    let name = flavor.name;
+    let p = Pipeline::new(flavor, "eager", "");
+    p.edit_config(
+        "[commit]\nmax_ms = 50",
+        "[commit]\nmode = \"eager\"\nmax_ms = 20000",
+    );
+    let (mut c, _child) = p.start_with(&[("e", "(id INT PRIMARY KEY, v INT)")]).await;
+    let db = p.db.clone();
+    for i in 1..=3 {
+        exec(&mut c, &[&format!("INSERT INTO {db}.e VALUES ({i}, {i})")]).await;
+    }
+    let recs = consume(
+        &[p.topic("e")],
+        "read_committed",
+        3,
+        Duration::from_secs(1),
+        Duration::from_secs(15),
+    );
+    let ids: Vec<Value> = recs
+        .iter()
+        .map(|r| r.key.clone().unwrap_or(Value::Null)["id"].clone())
+        .collect();
+    assert_eq!(ids, [json!(1), json!(2), json!(3)], "[{name}] {}", p.log());
+}
+
 per_flavor!(
+    eager_commits_without_waiting_for_max_ms,
     key_changes_carry_debeziums_headers,
     route_options_shape_and_skip_records,
     snapshot_reads_get_the_same_column_rules,

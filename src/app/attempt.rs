@@ -17,6 +17,7 @@ use crate::snapshot::adhoc::Inbox;
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::watch;
+use tracing::Instrument;
 
 use super::settings::{client_config, sink_settings, RunOptions};
 
@@ -35,6 +36,8 @@ pub(super) struct Running<'a> {
     pub(super) clock: &'a ShutdownClock,
     /// The run's shutdown signal (the attempt's stop signal also turns on a pause).
     pub(super) shutdown: &'a watch::Receiver<bool>,
+    /// The attempt's start-up steps, timed.
+    pub(super) timeline: &'a crate::startup::Timeline,
 }
 
 impl Running<'_> {
@@ -59,10 +62,12 @@ pub(super) async fn attempt(run: &Running<'_>, shutdown: watch::Receiver<bool>) 
         options,
         clock,
         shutdown: _,
+        timeline,
     } = *run;
     let (tx, rx) = crate::channel::channel(CHANNEL_CAPACITY, cfg.source.channel_max_bytes);
     let mut settings = sink_settings(cfg);
     settings.shutdown = clock.clone();
+    settings.startup = timeline.clone();
     let sink::SinkHandle { thread, ready } = sink::start(
         settings,
         rx,
@@ -70,6 +75,13 @@ pub(super) async fn attempt(run: &Running<'_>, shutdown: watch::Receiver<bool>) 
         metrics.clone(),
         tokio::runtime::Handle::current(),
     );
+    // The source connects while the sink fences and reads: neither waits on the other's
+    // round trips (a TLS handshake with the source takes tens of milliseconds).
+    let connect = server::ConnectOptions::from_config(&cfg.source);
+    let early = tokio::spawn(
+        connect_source(connect.clone(), timeline.clone()).instrument(tracing::Span::current()),
+    );
+    let early = AbortOnDrop(early);
     let opening = async { Ok(ready.await) };
     let doing = "starting the Kafka sink (fencing, reading the committed offset)";
     let (committed, history) = match shutdown::bounded(clock, run.shutdown, doing, opening).await? {
@@ -105,18 +117,8 @@ pub(super) async fn attempt(run: &Running<'_>, shutdown: watch::Receiver<bool>) 
     // the start, streaming. Dropping it drops `tx`, and the sink finishes as at any stop.
     let mut stop = shutdown.clone();
     let source = async {
-        let connect = server::ConnectOptions::from_config(&cfg.source);
-        let mut conn = crate::mysql::session::connect(&connect).await?;
-        let info = server::server_info(&mut conn).await?;
-        match server::tls_status(&mut conn).await {
-            Ok(Some(tls)) => {
-                tracing::info!(ssl_mode = %connect.ssl_mode, %tls, "connected to the source over TLS")
-            }
-            Ok(None) => {
-                tracing::info!(ssl_mode = %connect.ssl_mode, "connected to the source in plaintext (no TLS)")
-            }
-            Err(e) => tracing::warn!(error = %e, "cannot read the source connection's TLS status"),
-        }
+        let (mut conn, info, stream) = early.join().await??;
+        let t0 = std::time::Instant::now();
         // The committed position is gone from the server and the operator asked for a new
         // snapshot then: start over as a new pipeline would with start = "initial".
         let mut committed = committed.clone();
@@ -168,10 +170,16 @@ pub(super) async fn attempt(run: &Running<'_>, shutdown: watch::Receiver<bool>) 
                 resume.defs.push(def);
             }
         }
+        timeline.record("source: start resolved", t0);
         match &committed {
             Some(r) => tracing::info!(position = %r.position, "resuming from the committed offset"),
             None => tracing::info!(start = %start, "no committed offset; starting at source.start"),
         }
+        tracing::info!(
+            after_ms = timeline.elapsed().as_millis() as u64,
+            steps = %timeline.summary(),
+            "started: requesting the binlog stream"
+        );
         let tables = table_infos(&resume.defs, router);
         metrics.register_tables(tables.iter().map(|t| t.table.as_str()));
         ops.set_tables(tables);
@@ -192,7 +200,16 @@ pub(super) async fn attempt(run: &Running<'_>, shutdown: watch::Receiver<bool>) 
         };
         // The stream runs on its own replication connection.
         drop(conn);
-        capture::run(&settings, &info, resume, tx, skip.clone(), shutdown).await
+        capture::run(
+            &settings,
+            &info,
+            resume,
+            tx,
+            skip.clone(),
+            shutdown,
+            Some(stream),
+        )
+        .await
     };
     let source_result = tokio::select! {
         biased;
@@ -211,6 +228,61 @@ pub(super) async fn attempt(run: &Running<'_>, shutdown: watch::Receiver<bool>) 
                 Err(se)
             }
         }
+    }
+}
+
+/// Connects to the source twice at once: the connection the start is resolved on (its
+/// version and settings read; logs whether it is encrypted) and the replication connection
+/// the stream will run on.
+async fn connect_source(
+    connect: server::ConnectOptions,
+    timeline: crate::startup::Timeline,
+) -> Result<(
+    mysql_async::Conn,
+    server::ServerInfo,
+    crate::mysql::replication::Replication,
+)> {
+    let t0 = std::time::Instant::now();
+    let queries = async {
+        let mut conn = crate::mysql::session::connect(&connect).await?;
+        let info = server::server_info(&mut conn).await?;
+        Ok::<_, Error>((conn, info))
+    };
+    let (queries, stream) = tokio::join!(
+        queries,
+        crate::mysql::replication::Replication::connect(&connect)
+    );
+    let (mut conn, info) = queries?;
+    let stream = stream?;
+    match server::tls_status(&mut conn).await {
+        Ok(Some(tls)) => {
+            tracing::info!(ssl_mode = %connect.ssl_mode, %tls, "connected to the source over TLS")
+        }
+        Ok(None) => {
+            tracing::info!(ssl_mode = %connect.ssl_mode, "connected to the source in plaintext (no TLS)")
+        }
+        Err(e) => tracing::warn!(error = %e, "cannot read the source connection's TLS status"),
+    }
+    timeline.record("source: connected", t0);
+    Ok((conn, info, stream))
+}
+
+/// A spawned task that is aborted when this is dropped (an attempt that ends before it uses
+/// the task's result).
+struct AbortOnDrop<T>(tokio::task::JoinHandle<T>);
+
+impl<T> AbortOnDrop<T> {
+    /// The task's result.
+    async fn join(mut self) -> Result<T> {
+        (&mut self.0)
+            .await
+            .map_err(|e| Error::transient(format!("connecting to the source: {e}")))
+    }
+}
+
+impl<T> Drop for AbortOnDrop<T> {
+    fn drop(&mut self) {
+        self.0.abort();
     }
 }
 

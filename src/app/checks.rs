@@ -15,29 +15,57 @@ use crate::position::StartSpec;
 use crate::sink::identity::KafkaIdentity;
 use crate::sink::reader::Until;
 use crate::sink::{self, SinkSettings};
+use crate::startup::Timeline;
 
 /// Runs preflight checks against the source and Kafka; returns all items.
 pub async fn preflight(cfg: &Config) -> Result<Vec<CheckItem>> {
+    preflight_timed(cfg, &Timeline::new()).await
+}
+
+/// [`preflight()`], its steps timed on `timeline`.
+pub(super) async fn preflight_timed(cfg: &Config, timeline: &Timeline) -> Result<Vec<CheckItem>> {
     crate::mysql::query::set_timeout(cfg.source.query_timeout());
-    let connect = server::ConnectOptions::from_config(&cfg.source);
-    let mut conn = crate::mysql::session::connect(&connect).await?;
-    let info = server::server_info(&mut conn).await?;
-    let mut items = preflight::check_source(&mut conn, &info, cfg.source.server_id).await;
-    items.insert(
-        1,
-        preflight::check_tls(&mut conn, cfg.source.ssl_mode).await,
-    );
-    // Kafka: reachable, offsets topic shape.
+    // Kafka (reachable, topics, the committed offset), the source and the registry are
+    // checked at the same time: each waits on its own network round trips.
     let kcfg = client_config(cfg);
     let offsets_topic = cfg.offsets_topic();
     let name = cfg.name.clone();
     let settings = sink_settings(cfg);
-    let kafka_items = tokio::task::spawn_blocking({
+    let t = timeline.clone();
+    let kafka_task = tokio::task::spawn_blocking({
         let span = tracing::Span::current();
-        move || span.in_scope(|| kafka_checks(&kcfg, &settings, &offsets_topic, &name))
-    })
-    .await
-    .map_err(|e| Error::definite(format!("preflight task failed: {e}")))?;
+        move || span.in_scope(|| kafka_checks(&kcfg, &settings, &offsets_topic, &name, &t))
+    });
+    let source = async {
+        let connect = server::ConnectOptions::from_config(&cfg.source);
+        let t0 = std::time::Instant::now();
+        let mut conn = crate::mysql::session::connect(&connect).await?;
+        let info = server::server_info(&mut conn).await?;
+        timeline.record("preflight: source connected", t0);
+        let t0 = std::time::Instant::now();
+        let mut items = preflight::check_source(&mut conn, &info, cfg.source.server_id).await;
+        items.insert(
+            1,
+            preflight::check_tls(&mut conn, cfg.source.ssl_mode).await,
+        );
+        timeline.record("preflight: source checks", t0);
+        Ok::<_, Error>((conn, info, items))
+    };
+    let registry = async {
+        match cfg.needs_registry() {
+            true => Some(
+                timeline
+                    .step_async("preflight: schema registry", registry_check(cfg))
+                    .await,
+            ),
+            false => None,
+        }
+    };
+    let (source, registry) = tokio::join!(source, registry);
+    let (mut conn, info, mut items) = source?;
+    let kafka_items = kafka_task
+        .await
+        .map_err(|e| Error::definite(format!("preflight task failed: {e}")))?;
     let committed = kafka_items.1;
     let identity = KafkaIdentity::of_pipeline(&client_config(cfg), &cfg.name);
     items.push(kafka_security_item(&identity));
@@ -45,9 +73,8 @@ pub async fn preflight(cfg: &Config) -> Result<Vec<CheckItem>> {
         item.problem = item.problem.map(|p| identity.name_in_text(&p));
         item
     }));
-    if cfg.needs_registry() {
-        items.push(registry_check(cfg).await);
-    }
+    items.extend(registry);
+    let t0 = std::time::Instant::now();
     let start = start_spec(cfg);
     items.insert(
         items.len().min(5),
@@ -89,6 +116,7 @@ pub async fn preflight(cfg: &Config) -> Result<Vec<CheckItem>> {
     let _ =
         crate::mysql::query::Timed::timed(conn.disconnect(), "closing the preflight connection")
             .await;
+    timeline.record("preflight: resume position", t0);
     Ok(items)
 }
 
@@ -128,8 +156,9 @@ fn kafka_checks(
     settings: &SinkSettings,
     offsets_topic: &str,
     name: &str,
+    timeline: &Timeline,
 ) -> (Vec<CheckItem>, Option<crate::position::SourcePosition>) {
-    let (mut items, committed) = kafka_check_items(kcfg, settings, offsets_topic, name);
+    let (mut items, committed) = kafka_check_items(kcfg, settings, offsets_topic, name, timeline);
     all_transient_if_one_is(&mut items);
     (items, committed)
 }
@@ -152,8 +181,10 @@ fn kafka_check_items(
     settings: &SinkSettings,
     offsets_topic: &str,
     name: &str,
+    timeline: &Timeline,
 ) -> (Vec<CheckItem>, Option<crate::position::SourcePosition>) {
     let mut items = Vec::new();
+    let t0 = std::time::Instant::now();
     let topics = match sink::topics::Topics::new(kcfg, settings.topics.clone()) {
         Ok(t) => t,
         Err(e) => {
@@ -175,6 +206,7 @@ fn kafka_check_items(
             (items, None)
         }
         Ok(count) => {
+            timeline.record("preflight: Kafka reachable", t0);
             items.push(CheckItem::ok("Kafka reachable", settings_bootstrap(kcfg)));
             let probe = format!("{name}.sluice-check");
             let detail = format!(
@@ -182,59 +214,100 @@ fn kafka_check_items(
                  replication_factor={}",
                 settings.topics.partitions, settings.topics.replication_factor
             );
-            items.push(match topics_probe(kcfg, settings, &probe) {
-                Ok(()) => CheckItem::ok("topics creatable", detail),
-                Err(e) => CheckItem::failed("topics creatable", detail, &e),
-            });
-            let mut t = topics;
-            own_topic_item(&mut items, &mut t, offsets_topic, count, "offsets topic");
-            let history = &settings.schema_history_topic;
-            let history_count = t.partition_count(history).ok().flatten();
-            own_topic_item(
-                &mut items,
-                &mut t,
-                history,
-                history_count,
-                "schema history topic",
-            );
-            // Before fencing: an advisory look (up to the last stable offset), never resumed
-            // from.
-            let read = |topic: &str| {
-                sink::offsets::read_committed_offset(
-                    kcfg,
-                    topic,
-                    name,
-                    Until::FirstEnd,
-                    Duration::from_secs(20),
-                )
-            };
-            let mut committed = match count {
-                Some(_) => read(offsets_topic),
-                None => Ok(None),
-            };
-            if let (Ok(None), Some(shared)) = (&committed, &settings.shared_offsets_topic) {
-                if t.partition_count(shared).ok().flatten().is_some() {
-                    committed = read(shared).map(|r| {
-                        r.inspect(|r| {
-                            items.push(CheckItem::ok(
-                                "committed offset",
-                                format!(
-                                    "{} in the shared `{shared}`; run moves it to \
-                                     `{offsets_topic}`",
-                                    r.position
-                                ),
-                            ))
+            // Validating a topic creation takes the controller a while: it runs beside the
+            // looks at sluice's own topics and the committed offset.
+            let validating = std::thread::scope(|scope| {
+                let span = tracing::Span::current();
+                let validating = scope.spawn(move || {
+                    span.in_scope(|| {
+                        timeline.step("preflight: topic creation validated", || {
+                            topics_probe(kcfg, settings, &probe)
                         })
-                    });
-                }
-            }
-            match committed {
-                Ok(r) => (items, r.map(|r| r.position)),
-                Err(e) => {
-                    items.push(CheckItem::failed("committed offset", String::new(), &e));
-                    (items, None)
-                }
-            }
+                    })
+                });
+                let rest =
+                    own_and_committed(kcfg, settings, offsets_topic, name, timeline, topics, count);
+                (validating.join(), rest)
+            });
+            let (validated, (rest_items, committed)) = validating;
+            items.push(match validated {
+                Ok(Ok(())) => CheckItem::ok("topics creatable", detail),
+                Ok(Err(e)) => CheckItem::failed("topics creatable", detail, &e),
+                Err(_) => CheckItem::failed(
+                    "topics creatable",
+                    detail,
+                    &Error::definite("the check panicked"),
+                ),
+            });
+            items.extend(rest_items);
+            (items, committed)
+        }
+    }
+}
+
+/// The looks at sluice's own topics (their shape) and at the committed offset (advisory,
+/// before fencing).
+fn own_and_committed(
+    kcfg: &ClientConfig,
+    settings: &SinkSettings,
+    offsets_topic: &str,
+    name: &str,
+    timeline: &Timeline,
+    topics: sink::topics::Topics,
+    count: Option<usize>,
+) -> (Vec<CheckItem>, Option<crate::position::SourcePosition>) {
+    let mut items = Vec::new();
+    let t0 = std::time::Instant::now();
+    let mut t = topics;
+    own_topic_item(&mut items, &mut t, offsets_topic, count, "offsets topic");
+    let history = &settings.schema_history_topic;
+    let history_count = t.partition_count(history).ok().flatten();
+    own_topic_item(
+        &mut items,
+        &mut t,
+        history,
+        history_count,
+        "schema history topic",
+    );
+    timeline.record("preflight: own topics", t0);
+    let t0 = std::time::Instant::now();
+    // Before fencing: an advisory look (up to the last stable offset), never resumed
+    // from.
+    let read = |topic: &str| {
+        sink::offsets::read_committed_offset(
+            kcfg,
+            topic,
+            name,
+            Until::FirstEnd,
+            Duration::from_secs(20),
+        )
+    };
+    let mut committed = match count {
+        Some(_) => read(offsets_topic),
+        None => Ok(None),
+    };
+    if let (Ok(None), Some(shared)) = (&committed, &settings.shared_offsets_topic) {
+        if t.partition_count(shared).ok().flatten().is_some() {
+            committed = read(shared).map(|r| {
+                r.inspect(|r| {
+                    items.push(CheckItem::ok(
+                        "committed offset",
+                        format!(
+                            "{} in the shared `{shared}`; run moves it to \
+                             `{offsets_topic}`",
+                            r.position
+                        ),
+                    ))
+                })
+            });
+        }
+    }
+    timeline.record("preflight: committed offset", t0);
+    match committed {
+        Ok(r) => (items, r.map(|r| r.position)),
+        Err(e) => {
+            items.push(CheckItem::failed("committed offset", String::new(), &e));
+            (items, None)
         }
     }
 }

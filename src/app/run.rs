@@ -21,7 +21,6 @@ use crate::shutdown::ShutdownClock;
 use crate::sink::SinkStats;
 
 use super::attempt::{attempt, Running};
-use super::checks::preflight;
 use super::settings::{client_config, start_spec, RunOptions};
 
 /// Runs the pipeline until a shutdown signal or a definite error.
@@ -163,11 +162,12 @@ pub(crate) async fn run_pipeline(
         }
         m.set_state("starting");
         let began = std::time::Instant::now();
+        let timeline = crate::startup::Timeline::new();
         let commits_before = stats.txns_committed.load(Ordering::Relaxed);
         if !checked {
             let mut sd = shutdown.clone();
             let passed = tokio::select! {
-                r = startup_checks(&cfg) => r,
+                r = startup_checks(&cfg, &timeline) => r,
                 _ = sd.wait_for(|s| *s) => break Ok(()),
             };
             match passed {
@@ -199,6 +199,7 @@ pub(crate) async fn run_pipeline(
             options,
             clock: &clock,
             shutdown: &shutdown,
+            timeline: &timeline,
         };
         let res = attempt(&run, stop).await;
         if *shutdown.borrow() {
@@ -295,8 +296,8 @@ fn prepare(cfg: &Config) -> Result<(Router, crate::position::StartSpec, metrics:
 }
 
 /// The preflight of `sluice run`: every check, then [`checks_verdict::verdict`].
-async fn startup_checks(cfg: &Config) -> Result<()> {
-    checks_verdict::verdict(&preflight(cfg).await?)
+async fn startup_checks(cfg: &Config, timeline: &crate::startup::Timeline) -> Result<()> {
+    checks_verdict::verdict(&super::checks::preflight_timed(cfg, timeline).await?)
 }
 
 /// An attempt (or the preflight) failed with the transient error `e`: counts it, and waits

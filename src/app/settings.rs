@@ -16,6 +16,11 @@ use std::time::Duration;
 pub fn client_config(cfg: &Config) -> ClientConfig {
     let mut c = ClientConfig::new();
     c.set("bootstrap.servers", &cfg.kafka.bootstrap_servers);
+    // librdkafka spaces a client's connections by half of `reconnect.backoff.ms` (100 ms by
+    // default), also the first one to the broker behind the bootstrap address: 50 ms of
+    // every client's start, and a start creates about ten. The backoff still doubles on each
+    // failure up to `reconnect.backoff.max.ms` (10 s). `[kafka.properties]` may set it.
+    c.set("reconnect.backoff.ms", "10");
     // Validation refuses a property both here and in `[kafka.properties]`.
     if let Some(security) = &cfg.kafka.security {
         for (k, v) in security.librdkafka_properties() {
@@ -48,6 +53,7 @@ pub fn sink_settings(cfg: &Config) -> SinkSettings {
         schema_history_topic: cfg.schema_history_topic(),
         commit_max_ms: cfg.commit.max_ms,
         commit_max_events: cfg.commit.max_events,
+        commit_eager: cfg.commit.mode == crate::config::CommitMode::Eager,
         idle_offset_ms: cfg.commit.idle_offset_ms,
         transaction_timeout_ms: cfg.kafka.transaction_timeout_ms,
         max_buffer_kbytes: cfg.kafka.max_buffer_kbytes,
@@ -80,6 +86,7 @@ pub fn sink_settings(cfg: &Config) -> SinkSettings {
             config: cfg.kafka.topic_config.clone(),
         },
         shutdown: ShutdownClock::new(cfg.shutdown_timeout()),
+        startup: crate::startup::Timeline::new(),
     }
 }
 

@@ -27,8 +27,9 @@ use super::start::{dump_sids, DumpRequest, ResumePoint};
 use super::tracker::Tracker;
 use super::xa::replay_xa;
 
-/// Opens a replication connection, starts the stream at `resume` and pumps changes into `tx` until shutdown, a
-/// disconnect (transient error) or a definite error.
+/// Opens a replication connection (or takes `connected`, one opened beforehand), starts the
+/// stream at `resume` and pumps changes into `tx` until shutdown, a disconnect (transient
+/// error) or a definite error.
 pub async fn run(
     settings: &SourceSettings,
     info: &ServerInfo,
@@ -36,8 +37,9 @@ pub async fn run(
     tx: ChangeSender,
     skip: SkipSet,
     shutdown: watch::Receiver<bool>,
+    connected: Option<Replication>,
 ) -> Result<()> {
-    let mut stream = open_stream(settings, info, &resume.request).await?;
+    let mut stream = open_stream(settings, info, &resume.request, connected).await?;
     let mut asm = Assembler::new(
         info.flavor,
         settings.router.clone(),
@@ -117,12 +119,16 @@ async fn open_stream(
     settings: &SourceSettings,
     info: &ServerInfo,
     request: &DumpRequest,
+    connected: Option<Replication>,
 ) -> Result<Replication> {
     let hb_ns = settings
         .heartbeat
         .as_nanos()
         .min(u128::from(u32::MAX) * 1_000_000) as u64;
-    let mut conn = Replication::connect(&settings.connect).await?;
+    let mut conn = match connected {
+        Some(c) => c,
+        None => Replication::connect(&settings.connect).await?,
+    };
     conn.set_max_event_bytes(settings.max_event_bytes);
     conn.query_drop(&format!("SET @master_heartbeat_period = {hb_ns}"))
         .await

@@ -27,6 +27,24 @@ pub struct CommitConfig {
     /// at least 1. Default: 10000.
     #[serde(default = "default_idle_offset_ms")]
     pub idle_offset_ms: u64,
+    /// When an open transaction commits at a source transaction's end: `"interval"` (after
+    /// `max_ms` or `max_events`; the most throughput) or `"eager"` (also as soon as the source
+    /// has nothing more buffered: the least latency, more and smaller transactions while the
+    /// source is slow). Default: `"interval"`.
+    #[serde(default)]
+    pub mode: CommitMode,
+}
+
+/// `commit.mode`: whether a transaction also commits as soon as the source has nothing more
+/// buffered.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum CommitMode {
+    /// After `commit.max_ms` or `commit.max_events`, whichever comes first.
+    #[default]
+    Interval,
+    /// Also at the end of any source transaction after which nothing more is buffered.
+    Eager,
 }
 
 impl Default for CommitConfig {
@@ -35,6 +53,7 @@ impl Default for CommitConfig {
             max_ms: default_commit_max_ms(),
             max_events: default_commit_max_events(),
             idle_offset_ms: default_idle_offset_ms(),
+            mode: CommitMode::default(),
         }
     }
 }

@@ -150,6 +150,7 @@ pub(super) const FIELDS: &[Field] = &[
     field(&["commit", "max_ms"], Kind::Int),
     field(&["commit", "max_events"], Kind::Int),
     field(&["commit", "idle_offset_ms"], Kind::Int),
+    field(&["commit", "mode"], Kind::Str),
     field(&["snapshot", "chunk_size"], Kind::Int),
     field(&["snapshot", "parallelism"], Kind::Int),
     field(&["snapshot", "on_purged"], Kind::Str),

@@ -71,7 +71,7 @@ mod route_rules_tests;
 mod tests;
 
 pub use api::ApiConfig;
-pub use commit::CommitConfig;
+pub use commit::{CommitConfig, CommitMode};
 pub use error::{ConfigError, Problem};
 pub use heartbeat::HeartbeatConfig;
 pub use kafka::KafkaConfig;

@@ -2155,3 +2155,21 @@ fn context_headers_are_off_by_default_and_set_by_file_or_env() {
     let err = parse(&with_kafka("context_headers = \"yes\"")).unwrap_err();
     assert!(err.to_string().contains("context_headers"), "{err}");
 }
+
+#[test]
+fn commit_mode_is_interval_unless_eager_is_asked_for() {
+    let c: Config = with("").parse().unwrap();
+    assert_eq!(c.commit.mode, super::CommitMode::Interval);
+    let c: Config = with("[commit]\nmode = \"eager\"").parse().unwrap();
+    assert_eq!(c.commit.mode, super::CommitMode::Eager);
+    let c = Config::from_str_with_env(MINIMAL, env(&[("SLUICE_COMMIT_MODE", "eager")])).unwrap();
+    assert_eq!(c.commit.mode, super::CommitMode::Eager);
+    let e = with("[commit]\nmode = \"soon\"")
+        .parse::<Config>()
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains("soon") && e.contains("interval") && e.contains("eager"),
+        "{e}"
+    );
+}

@@ -314,9 +314,7 @@ fn claim_reader(
     let mut tpl = TopicPartitionList::new();
     tpl.add_partition_offset(topic, 0, Offset::Offset(from.max(0)))
         .map_err(|e| Error::definite(format!("topic `{topic}`: {e}")))?;
-    consumer
-        .assign(&tpl)
-        .map_err(|e| Error::transient(format!("assigning topic `{topic}`: {e}")))?;
+    super::reader::assign_with_leaders(&consumer, topic, &tpl)?;
     Ok(consumer)
 }
 

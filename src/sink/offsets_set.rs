@@ -48,7 +48,7 @@ pub fn set_offset(s: &crate::sink::SinkSettings, position: SourcePosition) -> Re
         wait,
     )?;
     let mut producer = producer;
-    let sealer = super::seal::Sealer::new(&s.client)?;
+    let sealer = super::seal::Sealer::new(&s.client, &s.offsets_topic)?;
     let repaired = super::repair::run(&mut producer, s, &sealer, previous.as_ref(), &held)?;
     let committed_txn = repaired.or(previous).map_or(0, |p| p.txn);
     producer

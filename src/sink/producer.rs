@@ -95,6 +95,15 @@ pub struct SinkProducer {
 const POLL_EVERY: u32 = 64;
 
 impl SinkProducer {
+    /// Brings up the producer's connection to a broker of the cluster (not only to the
+    /// bootstrap address, which librdkafka replaces by the broker behind it after the first
+    /// answer). `init_transactions` on a producer with no broker up finds no one to ask for
+    /// its transaction coordinator and tries again on a 500 ms timer: half a second of a
+    /// start, about one start in four. Errors are left to the call that follows.
+    pub fn connect(&self, topic: &str) {
+        super::reader::warm_up(self.inner.client(), topic);
+    }
+
     /// Creates the producer. `transactional_id` is `Some` in exactly-once mode.
     pub fn create(
         base: &ClientConfig,

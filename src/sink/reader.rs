@@ -30,6 +30,9 @@ use rdkafka::{Offset, TopicPartitionList};
 use super::{classify, patient};
 use crate::error::{Error, Result};
 
+/// How long a read loop waits for a message before it looks at the consumer's position again.
+const POLL: Duration = Duration::from_millis(10);
+
 /// How far a read must get before its result is accepted.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Until {
@@ -54,23 +57,94 @@ impl ClientContext for ReaderContext {
 
 impl ConsumerContext for ReaderContext {}
 
+/// A consumer of sluice's own reading, closed on a thread of its own when dropped.
+///
+/// Closing a consumer that has a `group.id` (librdkafka needs one to assign partitions) waits
+/// for librdkafka's close event in 100 ms polls, and the first poll mostly sleeps its whole
+/// 100 ms: each reader dropped on the way to the first record cost a tenth of a second. The
+/// reader holds no group membership and commits nothing, so nothing waits on its close.
+pub(crate) struct Reader(Option<BaseConsumer<ReaderContext>>);
+
+impl std::ops::Deref for Reader {
+    type Target = BaseConsumer<ReaderContext>;
+
+    fn deref(&self) -> &Self::Target {
+        self.0
+            .as_ref()
+            .expect("a reader holds its consumer until it is dropped")
+    }
+}
+
+impl Drop for Reader {
+    fn drop(&mut self) {
+        if let Some(c) = self.0.take() {
+            let closing = std::thread::Builder::new()
+                .name("sluice-reader-close".into())
+                .spawn(move || drop(c));
+            // No thread to be had: the consumer was dropped (closed here) with the closure.
+            let _ = closing;
+        }
+    }
+}
+
+/// Brings up a new client's connection to a broker of the cluster before its first real
+/// request: librdkafka replaces the bootstrap connection by one to the broker behind it after
+/// the first answer, and a request that finds no broker up waits for a retry timer (seen as
+/// 500–700 ms stalls of the reads at start-up). Two metadata requests for `topic` leave a broker connection up; their errors are left to the requests that
+/// follow, which have their own deadlines. Nothing is done for an empty `topic` (the
+/// metadata of every topic of a large cluster costs more than it saves).
+pub(crate) fn warm_up<C: rdkafka::client::ClientContext>(
+    client: &rdkafka::client::Client<C>,
+    topic: &str,
+) {
+    if topic.is_empty() {
+        return;
+    }
+    for _ in 0..2 {
+        let _ = client.fetch_metadata(Some(topic), patient::FIRST_TRY);
+    }
+}
+
 /// A consumer of sluice's own reading: no group commits, end-of-partition events on.
 pub(crate) fn consumer(
     base: &ClientConfig,
     group: &str,
     isolation: &str,
     topic: &str,
-) -> Result<BaseConsumer<ReaderContext>> {
+) -> Result<Reader> {
     let mut cfg = base.clone();
     cfg.set("group.id", group)
         .set("enable.auto.commit", "false")
         .set("enable.auto.offset.store", "false")
         .set("enable.partition.eof", "true")
-        .set("fetch.wait.max.ms", "100")
+        // Reads that end at the partition's end: the broker answers a fetch there at once
+        // instead of holding it open for the default 500 ms.
+        .set("fetch.wait.max.ms", "10")
         .set("auto.offset.reset", "earliest")
         .set("isolation.level", isolation);
     cfg.create_with_context(ReaderContext)
+        .map(|c: BaseConsumer<ReaderContext>| {
+            warm_up(c.client(), topic);
+            Reader(Some(c))
+        })
         .map_err(|e| Error::definite(format!("cannot create a reader of `{topic}`: {e}")))
+}
+
+/// Assigns `tpl` (partitions of `topic`) to `c` once `c` knows their leaders.
+///
+/// A consumer that does not know a partition's leader when it is assigned retries the first
+/// offset lookup and fetch on a timer (about 500 ms in librdkafka), which made every read of
+/// sluice's own topics at start-up half a second slower than the broker. One metadata request
+/// first (its failure is left to the read that follows, which has its own deadline) puts the
+/// leaders in the consumer's cache, and the fetch starts at once.
+pub(crate) fn assign_with_leaders<C: ConsumerContext>(
+    c: &BaseConsumer<C>,
+    topic: &str,
+    tpl: &TopicPartitionList,
+) -> Result<()> {
+    let _ = c.fetch_metadata(Some(topic), patient::FIRST_TRY);
+    c.assign(tpl)
+        .map_err(|e| Error::transient(format!("assigning topic `{topic}`: {e}")))
 }
 
 /// The `(low, high)` watermarks of one partition as `c` sees them (under `read_committed`
@@ -128,18 +202,18 @@ pub fn read_committed_latest(
     let mut latest = BTreeMap::new();
     let probe = consumer(base, group, "read_uncommitted", topic)?;
     let reader = consumer(base, group, "read_committed", topic)?;
-    let Some((_, high)) = watermarks(&probe, topic, 0)? else {
+    let Some((low, high)) = watermarks(&probe, topic, 0)? else {
         return Ok(latest);
     };
-    if high <= 0 {
+    if high <= low {
         return Ok(latest);
     }
+    // From the low watermark just read: no offset lookup before the first fetch (should it
+    // move on meanwhile, `auto.offset.reset = earliest` starts at the new one).
     let mut tpl = TopicPartitionList::new();
-    tpl.add_partition_offset(topic, 0, Offset::Beginning)
+    tpl.add_partition_offset(topic, 0, Offset::Offset(low))
         .map_err(|e| Error::definite(format!("topic `{topic}`: {e}")))?;
-    reader
-        .assign(&tpl)
-        .map_err(|e| Error::transient(format!("assigning topic `{topic}`: {e}")))?;
+    assign_with_leaders(&reader, topic, &tpl)?;
 
     let started = Instant::now();
     // Tell the operator early that the read waits on a transaction; fail at the timeout.
@@ -147,7 +221,9 @@ pub fn read_committed_latest(
     let mut warned = false;
     let mut last_error = None;
     loop {
-        match reader.poll(Duration::from_millis(100)) {
+        // Short polls: the position passes the last transaction's marker without a message
+        // to wake a longer one.
+        match reader.poll(POLL) {
             Some(Ok(msg)) => {
                 if let Some(key) = msg.key().filter(|k| accept(k)) {
                     match msg.payload() {
@@ -303,7 +379,7 @@ fn key_at(probe: &BaseConsumer<ReaderContext>, topic: &str, offset: i64) -> Opti
     let mut tpl = TopicPartitionList::new();
     tpl.add_partition_offset(topic, 0, Offset::Offset(offset))
         .ok()?;
-    probe.assign(&tpl).ok()?;
+    assign_with_leaders(probe, topic, &tpl).ok()?;
     let deadline = Instant::now() + Duration::from_secs(3);
     let mut found = None;
     while Instant::now() < deadline {
@@ -343,13 +419,11 @@ pub fn holds_committed_records(
         tpl.add_partition_offset(topic, *p, Offset::Beginning)
             .map_err(|e| Error::definite(format!("topic `{topic}`: {e}")))?;
     }
-    reader
-        .assign(&tpl)
-        .map_err(|e| Error::transient(format!("assigning topic `{topic}`: {e}")))?;
+    assign_with_leaders(&reader, topic, &tpl)?;
     let started = Instant::now();
     let mut last_error = None;
     loop {
-        match reader.poll(Duration::from_millis(100)) {
+        match reader.poll(POLL) {
             Some(Ok(_)) => return Ok(true),
             Some(Err(KafkaError::PartitionEOF(_))) | None => {}
             Some(Err(e)) if classify::consumer_recovers(&e) => last_error = Some(e),

@@ -30,7 +30,6 @@
 
 use std::time::{Duration, Instant};
 
-use rdkafka::consumer::Consumer;
 use rdkafka::error::KafkaError;
 use rdkafka::message::{Header, Headers, Message, OwnedHeaders};
 use rdkafka::producer::Producer;
@@ -207,8 +206,7 @@ fn copy_range(
     let mut tpl = TopicPartitionList::new();
     tpl.add_partition_offset(&r.topic, r.partition, Offset::Offset(r.from))
         .map_err(|e| Error::transient(format!("reading `{}` [{}]: {e}", r.topic, r.partition)))?;
-    c.assign(&tpl)
-        .map_err(|e| Error::transient(format!("reading `{}` [{}]: {e}", r.topic, r.partition)))?;
+    reader::assign_with_leaders(&c, &r.topic, &tpl)?;
     let started = Instant::now();
     let mut copied = 0;
     loop {

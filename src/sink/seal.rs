@@ -28,9 +28,9 @@
 use std::time::{Duration, Instant};
 
 use rdkafka::config::ClientConfig;
-use rdkafka::consumer::{BaseConsumer, Consumer};
+use rdkafka::consumer::Consumer;
 
-use super::reader::{self, ReaderContext};
+use super::reader;
 use super::unmarked::{self, Tag};
 use crate::error::{Error, Result};
 use crate::shutdown::ShutdownClock;
@@ -59,19 +59,20 @@ pub struct Sealed {
 
 /// Checks the markers of committed transactions.
 pub struct Sealer {
-    committed: BaseConsumer<ReaderContext>,
-    uncommitted: BaseConsumer<ReaderContext>,
+    committed: reader::Reader,
+    uncommitted: reader::Reader,
     /// Partitions found held by another producer's open transaction, with the LSO it holds
     /// them at: while the LSO stays there, later commits do not wait for it again.
     foreign: std::sync::Mutex<std::collections::HashMap<(String, i32), i64>>,
 }
 
 impl Sealer {
-    /// The consumers it reads with.
-    pub fn new(client: &ClientConfig) -> Result<Self> {
+    /// The consumers it reads with, their connections brought up with the metadata of
+    /// `topic` (the offsets topic: every commit writes it).
+    pub fn new(client: &ClientConfig, topic: &str) -> Result<Self> {
         Ok(Sealer {
-            committed: reader::consumer(client, "sluice-seal", "read_committed", "")?,
-            uncommitted: reader::consumer(client, "sluice-seal", "read_uncommitted", "")?,
+            committed: reader::consumer(client, "sluice-seal", "read_committed", topic)?,
+            uncommitted: reader::consumer(client, "sluice-seal", "read_uncommitted", topic)?,
             foreign: Default::default(),
         })
     }

@@ -36,6 +36,9 @@ pub struct SinkSettings {
     pub commit_max_ms: u64,
     /// Commit once a Kafka transaction holds this many records (at a source boundary).
     pub commit_max_events: usize,
+    /// `commit.mode = "eager"`: also commit at a source boundary after which nothing more is
+    /// buffered.
+    pub commit_eager: bool,
     /// At most this often an offset-only transaction records progress through idle binlog.
     pub idle_offset_ms: u64,
     /// `transaction.timeout.ms`.
@@ -66,6 +69,8 @@ pub struct SinkSettings {
     /// When shutdown was requested: bounds the sink's waits on Kafka once it was (see
     /// [`crate::shutdown`]).
     pub shutdown: crate::shutdown::ShutdownClock,
+    /// The attempt's start-up steps, timed ([`crate::startup`]).
+    pub startup: crate::startup::Timeline,
 }
 
 /// Where [`super::unmarked`] looks for held partitions: the data topics and the pipeline's further

@@ -21,7 +21,7 @@ pub fn at_start(
     if !eo {
         return Ok(None);
     }
-    let sealer = Sealer::new(&s.client)?;
+    let sealer = Sealer::new(&s.client, &s.offsets_topic)?;
     let last = committed.offset.as_ref();
     let held = unmarked::settle_data_partitions(
         producer,

@@ -187,8 +187,10 @@ pub struct Scope {
 /// The lookers: a `read_uncommitted` consumer (high watermark, the record at the LSO) and a
 /// `read_committed` one (the LSO).
 struct Lookers {
-    uncommitted: BaseConsumer<ReaderContext>,
-    committed: BaseConsumer<ReaderContext>,
+    uncommitted: reader::Reader,
+    committed: reader::Reader,
+    /// Both consumers have a broker connection up ([`reader::warm_up`]).
+    warm: std::cell::Cell<bool>,
 }
 
 impl Lookers {
@@ -196,11 +198,16 @@ impl Lookers {
         Ok(Lookers {
             uncommitted: reader::consumer(client, "sluice-unmarked-look", "read_uncommitted", "")?,
             committed: reader::consumer(client, "sluice-unmarked-look", "read_committed", "")?,
+            warm: std::cell::Cell::new(false),
         })
     }
 
     /// The partition, if it is held.
     fn held(&self, topic: &str, partition: i32) -> Result<Option<Held>> {
+        if !self.warm.replace(true) {
+            reader::warm_up(self.uncommitted.client(), topic);
+            reader::warm_up(self.committed.client(), topic);
+        }
         let Some((_, high)) = reader::watermarks(&self.uncommitted, topic, partition)? else {
             return Ok(None);
         };
@@ -231,9 +238,7 @@ pub(crate) fn tag_at(
     let mut tpl = TopicPartitionList::new();
     tpl.add_partition_offset(topic, partition, Offset::Offset(offset))
         .map_err(|e| Error::transient(format!("reading `{topic}` [{partition}]: {e}")))?;
-    reader
-        .assign(&tpl)
-        .map_err(|e| Error::transient(format!("reading `{topic}` [{partition}]: {e}")))?;
+    reader::assign_with_leaders(reader, topic, &tpl)?;
     let deadline = std::time::Instant::now() + FIRST_RECORD_WAIT;
     while std::time::Instant::now() < deadline {
         match reader.poll(Duration::from_millis(200)) {
