@@ -1,4 +1,5 @@
-//! The `sluice` command line: run | check | snapshot | offsets show | offsets set.
+//! The `sluice` command line: run | check | snapshot | offsets show | offsets set, and the
+//! hidden bench-produce (the benchmark's measure of the producer's ceiling).
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -116,6 +117,37 @@ enum Cmd {
     Offsets {
         #[command(subcommand)]
         cmd: OffsetsCmd,
+    },
+    /// For the benchmark: write records of a given size to an existing topic through sluice's
+    /// own producer (its librdkafka settings, transactions at its commit cadence, or the
+    /// idempotent producer alone) and print one line of JSON with the throughput and the CPU
+    /// time. No pipeline, no source.
+    #[command(hide = true)]
+    BenchProduce {
+        /// Kafka bootstrap servers.
+        #[arg(long, default_value = "127.0.0.1:9092")]
+        bootstrap: String,
+        /// The topic to write to; it must exist.
+        #[arg(long)]
+        topic: String,
+        /// How many records to write.
+        #[arg(long, default_value_t = 1_000_000, value_parser = clap::value_parser!(u64).range(1..))]
+        records: u64,
+        /// The size of every record's value, in bytes.
+        #[arg(long, default_value_t = 640)]
+        value_bytes: usize,
+        /// Records per transaction.
+        #[arg(long, default_value_t = 10_000, value_parser = clap::value_parser!(u64).range(1..))]
+        txn_records: u64,
+        /// A transaction open this long (milliseconds) is committed with fewer records.
+        #[arg(long, default_value_t = 100)]
+        txn_max_ms: u64,
+        /// No transactions: the idempotent producer alone (sluice's at-least-once mode).
+        #[arg(long)]
+        idempotent: bool,
+        /// A further librdkafka property; repeat for more.
+        #[arg(short = 'X', value_name = "KEY=VALUE", value_parser = sluice::app::parse_property)]
+        properties: Vec<(String, String)>,
     },
 }
 
@@ -363,6 +395,36 @@ async fn dispatch(cli: Cli) -> Result<ExitCode, Error> {
                 id: None,
             };
             sluice::api::client::snapshot_command(&api, request, !no_wait, path_name).await?;
+            Ok(ExitCode::SUCCESS)
+        }
+        Cmd::BenchProduce {
+            bootstrap,
+            topic,
+            records,
+            value_bytes,
+            txn_records,
+            txn_max_ms,
+            idempotent,
+            properties,
+        } => {
+            let bench = sluice::app::ProduceBench {
+                bootstrap,
+                topic,
+                records,
+                value_bytes,
+                txn_records,
+                txn_max_ms,
+                transactional: !idempotent,
+                properties,
+            };
+            // librdkafka's calls block: on a thread of their own, not on the runtime's.
+            let result = tokio::task::spawn_blocking(move || bench.run())
+                .await
+                .map_err(Error::definite_from)??;
+            println!(
+                "{}",
+                serde_json::to_string(&result).map_err(Error::definite_from)?
+            );
             Ok(ExitCode::SUCCESS)
         }
         Cmd::Offsets { cmd } => match cmd {

@@ -29,8 +29,8 @@ mod heartbeat;
 pub(crate) mod identity;
 pub(crate) mod login_watch;
 pub mod offsets;
-mod open;
 mod offsets_set;
+mod open;
 mod order;
 pub(crate) mod past;
 pub(crate) mod patient;
@@ -421,7 +421,10 @@ impl Sink {
             // with the transaction's commit.
             return Ok(());
         }
-        self.topics.ensure_data_topic(&table.route.topic)?;
+        if self.topics.ensure_data_topic(&table.route.topic)? {
+            // A new topic: the producer learns its leaders now, not at its first record.
+            self.producer.connect(&table.route.topic);
+        }
         let ids = match table.route.format {
             Format::Json => None,
             Format::Avro => Some(self.schema_ids(table)?),

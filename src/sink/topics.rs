@@ -220,16 +220,47 @@ impl Topics {
             .map(|md| md.brokers().len())
     }
 
-    /// Makes sure the data topic exists (creating it when missing).
-    pub fn ensure_data_topic(&mut self, topic: &str) -> Result<()> {
+    /// Makes sure the data topic exists (creating it when missing). `true`: created now, its
+    /// partitions have their leaders (or the wait for them ended, see [`Self::await_leaders`]).
+    pub fn ensure_data_topic(&mut self, topic: &str) -> Result<bool> {
         if self.known.contains(topic) {
-            return Ok(());
+            return Ok(false);
         }
-        if self.partition_count(topic)?.is_none() {
+        let created = self.partition_count(topic)?.is_none();
+        if created {
             self.create_data_topic(topic, false)?;
+            self.await_leaders(topic);
         }
         self.known.insert(topic.to_string());
-        Ok(())
+        Ok(created)
+    }
+
+    /// Waits (at most one second, in 10 ms steps) until every partition of the just created
+    /// `topic` has a leader. A producer that asks for a new topic's metadata before its leaders
+    /// are elected holds the first records until its next metadata refresh; the first
+    /// transaction of a new pipeline took 200 ms more than the ones after it. Gives up silently:
+    /// the producer still finds the leaders by itself.
+    fn await_leaders(&self, topic: &str) {
+        let until = std::time::Instant::now() + std::time::Duration::from_secs(1);
+        while std::time::Instant::now() < until {
+            let led = self
+                .admin
+                .inner()
+                .fetch_metadata(Some(topic), patient::FIRST_TRY)
+                .ok()
+                .and_then(|md| {
+                    md.topics().iter().find(|t| t.name() == topic).map(|t| {
+                        t.error().is_none()
+                            && !t.partitions().is_empty()
+                            && t.partitions().iter().all(|p| p.leader() >= 0)
+                    })
+                })
+                .unwrap_or(false);
+            if led {
+                return;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        }
     }
 
     /// Makes sure the offsets topic exists, is compacted and has one partition.

@@ -1,0 +1,168 @@
+//! `sluice bench-produce` against the test bed's Kafka: the records it reports are in the topic
+//! exactly once, committed, with the asked value size and keys `{"id":1}` to `{"id":N}`, in
+//! transactions of the asked size (with sluice's transaction header) or without transactions;
+//! and a missing topic is a clear error, not a hang.
+
+mod support;
+
+use std::process::Stdio;
+use std::time::{Duration, Instant};
+
+use rdkafka::admin::{AdminClient, AdminOptions, NewTopic, TopicReplication};
+use rdkafka::client::DefaultClientContext;
+use rdkafka::config::ClientConfig;
+use support::*;
+
+/// Creates a topic of one partition.
+fn create_topic(name: &str) {
+    let admin: AdminClient<DefaultClientContext> = ClientConfig::new()
+        .set("bootstrap.servers", KAFKA)
+        .create()
+        .expect("admin");
+    let nt = NewTopic::new(name, 1, TopicReplication::Fixed(1));
+    let res = futures_executor::block_on(admin.create_topics([&nt], &AdminOptions::new()))
+        .expect("create");
+    for r in res {
+        r.expect("topic created");
+    }
+}
+
+/// Runs `sluice bench-produce <args>`, which must exit within `timeout`, returning (exit
+/// code, stdout, stderr).
+fn bench_produce(args: &[&str], timeout: Duration) -> (i32, String, String) {
+    let mut child = KillOnDrop(
+        sluice_command()
+            .arg("bench-produce")
+            .args(args)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("run sluice"),
+    );
+    let read = |r: Option<Box<dyn std::io::Read + Send>>| {
+        std::thread::spawn(move || {
+            let mut buf = Vec::new();
+            if let Some(mut r) = r {
+                let _ = r.read_to_end(&mut buf);
+            }
+            String::from_utf8_lossy(&buf).into_owned()
+        })
+    };
+    let out = read(child.stdout.take().map(|r| Box::new(r) as _));
+    let err = read(child.stderr.take().map(|r| Box::new(r) as _));
+    let started = Instant::now();
+    let status = loop {
+        if let Some(st) = child.try_wait().expect("try_wait") {
+            break st;
+        }
+        assert!(
+            started.elapsed() < timeout,
+            "`sluice bench-produce {}` did not exit within {timeout:?}",
+            args.join(" ")
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    let (out, err) = (out.join().unwrap(), err.join().unwrap());
+    (status.code().unwrap_or(-1), out, err)
+}
+
+/// Runs the benchmark on a new topic and checks what it reports and what the topic holds
+/// (read_committed); returns the records read.
+fn run_and_check(tag: &str, extra: &[&str], transactions: u64) -> Vec<RawRec> {
+    let topic = unique(tag);
+    create_topic(&topic);
+    let mut args = vec![
+        "--topic",
+        &topic,
+        "--records",
+        "5000",
+        "--value-bytes",
+        "200",
+    ];
+    args.extend_from_slice(extra);
+    let (code, out, err) = bench_produce(&args, Duration::from_secs(120));
+    assert_eq!(code, 0, "stdout:\n{out}\nstderr:\n{err}");
+    let lines: Vec<&str> = out.lines().collect();
+    assert_eq!(lines.len(), 1, "one line of JSON on stdout:\n{out}");
+    let r: serde_json::Value = serde_json::from_str(lines[0]).expect("JSON line");
+    let mode = if transactions > 0 {
+        "transactional"
+    } else {
+        "idempotent"
+    };
+    assert_eq!(r["mode"], mode, "{r}");
+    assert_eq!(r["records"], 5000, "{r}");
+    assert_eq!(r["transactions"], transactions, "{r}");
+    assert_eq!(r["value_bytes"], 200, "{r}");
+    let seconds = r["seconds"].as_f64().expect("seconds");
+    let rate = r["records_per_s"].as_f64().expect("records_per_s");
+    assert!(seconds > 0.0 && rate > 0.0, "{r}");
+    assert!((rate * seconds - 5000.0).abs() < 50.0, "{r}");
+    assert!(r["cpu_s"].as_f64().expect("cpu_s") >= 0.0, "{r}");
+
+    let recs = consume_raw(
+        std::slice::from_ref(&topic),
+        "read_committed",
+        5000,
+        Duration::from_secs(2),
+        Duration::from_secs(60),
+    );
+    assert_eq!(recs.len(), 5000, "records read back from {topic}");
+    for (i, rec) in recs.iter().enumerate() {
+        let value = rec.value.as_ref().expect("a value");
+        assert_eq!(value.len(), 200, "value of record {i}");
+        let key = rec.key.as_ref().expect("a key");
+        assert_eq!(
+            std::str::from_utf8(key).unwrap(),
+            format!("{{\"id\":{}}}", i + 1),
+            "key of record {i}"
+        );
+    }
+    recs
+}
+
+#[test]
+fn transactional_records_are_committed_in_transactions_of_the_asked_size() {
+    let recs = run_and_check(
+        "bench_txn",
+        &["--txn-records", "1000", "--txn-max-ms", "60000"],
+        5,
+    );
+    // Every record carries sluice's transaction header; one attempt per 1000 records.
+    let mut attempts = Vec::new();
+    for rec in &recs {
+        let tag = rec
+            .headers
+            .iter()
+            .find(|(k, _)| k == "sluice.txn")
+            .map(|(_, v)| String::from_utf8_lossy(v).into_owned())
+            .expect("sluice.txn header");
+        if attempts.last() != Some(&tag) {
+            attempts.push(tag);
+        }
+    }
+    assert_eq!(attempts.len(), 5, "{attempts:?}");
+    assert!(attempts[0].starts_with("bench-produce:1/"), "{attempts:?}");
+    // 5000 records and a commit marker after each of the five transactions.
+    assert_eq!(recs.last().map(|r| r.offset), Some(5000 + 4 - 1));
+}
+
+#[test]
+fn idempotent_records_are_written_without_transactions() {
+    let recs = run_and_check("bench_idem", &["--idempotent"], 0);
+    assert!(recs.iter().all(|r| r.headers.is_empty()));
+    // No commit markers between them.
+    assert_eq!(recs.last().map(|r| r.offset), Some(4999));
+}
+
+#[test]
+fn a_missing_topic_is_a_clear_error() {
+    let topic = unique("bench_missing");
+    let (code, out, err) = bench_produce(&["--topic", &topic], Duration::from_secs(60));
+    assert_eq!(code, 1, "stdout:\n{out}\nstderr:\n{err}");
+    assert!(out.is_empty(), "nothing on stdout:\n{out}");
+    assert!(
+        err.contains(&format!("`{topic}` does not exist")) && err.contains("create it"),
+        "{err}"
+    );
+}
