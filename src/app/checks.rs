@@ -52,14 +52,14 @@ pub(super) async fn preflight_timed(cfg: &Config, timeline: &Timeline) -> Result
         Ok::<_, Error>((conn, info, items))
     };
     let registry = async {
-        match cfg.needs_registry() {
-            true => Some(
-                timeline
-                    .step_async("preflight: schema registry", registry_check(cfg))
-                    .await,
-            ),
-            false => None,
+        if !cfg.needs_registry() {
+            return None;
         }
+        Some(
+            timeline
+                .step_async("preflight: schema registry", registry_check(cfg))
+                .await,
+        )
     };
     let (source, registry) = tokio::join!(source, registry);
     let (mut conn, info, mut items) = source?;

@@ -78,11 +78,11 @@ impl std::ops::Deref for Reader {
 impl Drop for Reader {
     fn drop(&mut self) {
         if let Some(c) = self.0.take() {
-            let closing = std::thread::Builder::new()
+            // Should no thread be had, the closure (and the consumer with it) is dropped
+            // here: closed on this thread, as before.
+            let _ = std::thread::Builder::new()
                 .name("sluice-reader-close".into())
                 .spawn(move || drop(c));
-            // No thread to be had: the consumer was dropped (closed here) with the closure.
-            let _ = closing;
         }
     }
 }
@@ -90,9 +90,10 @@ impl Drop for Reader {
 /// Brings up a new client's connection to a broker of the cluster before its first real
 /// request: librdkafka replaces the bootstrap connection by one to the broker behind it after
 /// the first answer, and a request that finds no broker up waits for a retry timer (seen as
-/// 500–700 ms stalls of the reads at start-up). Two metadata requests for `topic` leave a broker connection up; their errors are left to the requests that
-/// follow, which have their own deadlines. Nothing is done for an empty `topic` (the
-/// metadata of every topic of a large cluster costs more than it saves).
+/// 500–700 ms stalls of the reads at start-up). Two metadata requests for `topic` leave a
+/// broker connection up; their errors are left to the requests that follow, which have their
+/// own deadlines. Nothing is done for an empty `topic` (the metadata of every topic of a
+/// large cluster costs more than it saves).
 pub(crate) fn warm_up<C: rdkafka::client::ClientContext>(
     client: &rdkafka::client::Client<C>,
     topic: &str,
@@ -117,8 +118,8 @@ pub(crate) fn consumer(
         .set("enable.auto.commit", "false")
         .set("enable.auto.offset.store", "false")
         .set("enable.partition.eof", "true")
-        // Reads that end at the partition's end: the broker answers a fetch there at once
-        // instead of holding it open for the default 500 ms.
+        // Reads that end at the partition's end: a fetch there comes back after 10 ms, so the
+        // position passes the last transaction's marker that much sooner.
         .set("fetch.wait.max.ms", "10")
         .set("auto.offset.reset", "earliest")
         .set("isolation.level", isolation);
