@@ -183,6 +183,28 @@ async fn prometheus_scrapes_what_the_pipeline_wrote() {
         );
     }
 
+    // The snapshot's reads first: a chunk read after the inserts below began would also read
+    // the rows they inserted (as a snapshot does: a row streamed before the chunk's window is
+    // read again, with the same state), and the counts would depend on that race.
+    let started = Instant::now();
+    loop {
+        let text = metrics_text(addr).await;
+        let read = sample(
+            &text,
+            "sluice_events_written_total",
+            &[("table", &table), ("op", "r")],
+        );
+        if read == Some(seeded as f64) {
+            break;
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(60),
+            "the snapshot of {seeded} rows did not finish within 60 s (read: {read:?}); log:\n{}",
+            p.log()
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+
     // Inserts, updates and deletes, several rows per transaction.
     let base = seeded + 1;
     let mut i = base;
