@@ -875,6 +875,9 @@ async fn inet_values_are_the_servers_text(flavor: Flavor) {
     exec(&mut c, &[&rows(1)]).await;
     let mut child = p.spawn();
     p.wait_started(Duration::from_secs(60));
+    // The second pass once the snapshot is committed: a chunk read after it would read its rows
+    // too (as `r`, after their `c`).
+    p.wait_snapshot_committed(Duration::from_secs(60));
     exec(&mut c, &[&rows(1 + per_pass)]).await;
     let recs = consume_raw(
         &[p.topic("ips")],

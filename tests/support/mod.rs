@@ -476,6 +476,36 @@ format = "json"
         }
     }
 
+    /// Waits until the committed offset record shows the snapshot done (no table left to
+    /// read): a workload started after it is streamed, never read again by a snapshot chunk.
+    pub fn wait_snapshot_committed(&self, timeout: Duration) {
+        let started = Instant::now();
+        loop {
+            let (code, out) = self.command(&["offsets", "show"]);
+            // The record's JSON, without the progress summary printed after it.
+            let json = out.find("\n}").map_or(out.as_str(), |end| &out[..end + 2]);
+            let done = code == 0
+                && serde_json::from_str::<serde_json::Value>(json).is_ok_and(|v| {
+                    v.get("position").is_some()
+                        && match v.get("snapshot") {
+                            None | Some(serde_json::Value::Null) => true,
+                            Some(s) => s["tables"].as_array().is_some_and(|t| t.is_empty()),
+                        }
+                });
+            if done {
+                return;
+            }
+            assert!(
+                started.elapsed() < timeout,
+                "[{}] the snapshot was not committed as done within {timeout:?}; offsets show: \
+                 {out}; log:\n{}",
+                self.flavor.name,
+                self.log()
+            );
+            std::thread::sleep(Duration::from_millis(200));
+        }
+    }
+
     /// Waits until the pipeline has a committed offset (it is streaming).
     pub fn wait_started(&self, timeout: Duration) {
         let started = Instant::now();
