@@ -5,8 +5,7 @@
 
 mod support;
 
-use std::process::Stdio;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use rdkafka::admin::{AdminClient, AdminOptions, NewTopic, TopicReplication};
 use rdkafka::client::DefaultClientContext;
@@ -30,40 +29,16 @@ fn create_topic(name: &str) {
 /// Runs `sluice bench-produce <args>`, which must exit within `timeout`, returning (exit
 /// code, stdout, stderr).
 fn bench_produce(args: &[&str], timeout: Duration) -> (i32, String, String) {
-    let mut child = KillOnDrop(
-        sluice_command()
-            .arg("bench-produce")
-            .args(args)
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("run sluice"),
-    );
-    let read = |r: Option<Box<dyn std::io::Read + Send>>| {
-        std::thread::spawn(move || {
-            let mut buf = Vec::new();
-            if let Some(mut r) = r {
-                let _ = r.read_to_end(&mut buf);
-            }
-            String::from_utf8_lossy(&buf).into_owned()
-        })
-    };
-    let out = read(child.stdout.take().map(|r| Box::new(r) as _));
-    let err = read(child.stderr.take().map(|r| Box::new(r) as _));
-    let started = Instant::now();
-    let status = loop {
-        if let Some(st) = child.try_wait().expect("try_wait") {
-            break st;
-        }
-        assert!(
-            started.elapsed() < timeout,
-            "`sluice bench-produce {}` did not exit within {timeout:?}",
+    let mut cmd = sluice_command();
+    cmd.arg("bench-produce").args(args);
+    let (status, out, err) = run_within(cmd, timeout);
+    let code = status.unwrap_or_else(|| {
+        panic!(
+            "`sluice bench-produce {}` did not exit within {timeout:?}; stderr:\n{err}",
             args.join(" ")
-        );
-        std::thread::sleep(Duration::from_millis(20));
-    };
-    let (out, err) = (out.join().unwrap(), err.join().unwrap());
-    (status.code().unwrap_or(-1), out, err)
+        )
+    });
+    (code, out, err)
 }
 
 /// Runs the benchmark on a new topic and checks what it reports and what the topic holds

@@ -429,45 +429,12 @@ format = "json"
     /// Runs a sluice subcommand, which must exit within `timeout` (else it is killed and the
     /// test fails with its output), returning (exit code, stdout + stderr).
     pub fn command_within(&self, args: &[&str], timeout: Duration) -> (i32, String) {
-        let mut child = KillOnDrop(
-            sluice_command()
-                .args(args)
-                .arg("--config")
-                .arg(&self.config)
-                .stdout(Stdio::piped())
-                .stderr(Stdio::piped())
-                .spawn()
-                .expect("run sluice"),
-        );
-        let read = |r: Option<Box<dyn std::io::Read + Send>>| {
-            std::thread::spawn(move || {
-                let mut buf = Vec::new();
-                if let Some(mut r) = r {
-                    let _ = r.read_to_end(&mut buf);
-                }
-                buf
-            })
-        };
-        let out = read(child.stdout.take().map(|r| Box::new(r) as _));
-        let err = read(child.stderr.take().map(|r| Box::new(r) as _));
-        let started = Instant::now();
-        let status = loop {
-            if let Some(st) = child.try_wait().expect("try_wait") {
-                break Some(st);
-            }
-            if started.elapsed() > timeout {
-                let _ = child.kill();
-                break None;
-            }
-            std::thread::sleep(Duration::from_millis(20));
-        };
-        let text = format!(
-            "{}{}",
-            String::from_utf8_lossy(&out.join().unwrap_or_default()),
-            String::from_utf8_lossy(&err.join().unwrap_or_default())
-        );
+        let mut cmd = sluice_command();
+        cmd.args(args).arg("--config").arg(&self.config);
+        let (status, out, err) = run_within(cmd, timeout);
+        let text = format!("{out}{err}");
         match status {
-            Some(st) => (st.code().unwrap_or(-1), text),
+            Some(code) => (code, text),
             None => panic!(
                 "[{}] `sluice {}` did not exit within {timeout:?}; output:\n{text}",
                 self.flavor.name,
@@ -574,6 +541,42 @@ pub fn spawn_run(config: &Path, log: &Path) -> KillOnDrop {
         .spawn()
         .expect("spawn sluice");
     KillOnDrop(child)
+}
+
+/// Runs `cmd` with its output captured; kills it once `timeout` passes. Returns its exit code
+/// (`None`: killed at the timeout; -1: ended by a signal), stdout and stderr.
+pub fn run_within(mut cmd: Command, timeout: Duration) -> (Option<i32>, String, String) {
+    let mut child = KillOnDrop(
+        cmd.stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("run sluice"),
+    );
+    let read = |r: Option<Box<dyn std::io::Read + Send>>| {
+        std::thread::spawn(move || {
+            let mut buf = Vec::new();
+            if let Some(mut r) = r {
+                let _ = r.read_to_end(&mut buf);
+            }
+            String::from_utf8_lossy(&buf).into_owned()
+        })
+    };
+    let out = read(child.stdout.take().map(|r| Box::new(r) as _));
+    let err = read(child.stderr.take().map(|r| Box::new(r) as _));
+    let started = Instant::now();
+    let status = loop {
+        if let Some(st) = child.try_wait().expect("try_wait") {
+            break Some(st.code().unwrap_or(-1));
+        }
+        if started.elapsed() > timeout {
+            let _ = child.kill();
+            break None;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    let out = out.join().unwrap_or_default();
+    let err = err.join().unwrap_or_default();
+    (status, out, err)
 }
 
 /// The `sluice` binary under test, with [`die_with_test`]'s safety net.
