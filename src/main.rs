@@ -149,6 +149,25 @@ enum Cmd {
         #[arg(short = 'X', value_name = "KEY=VALUE", value_parser = sluice::app::parse_property)]
         properties: Vec<(String, String)>,
     },
+    /// For the benchmark: run a pipeline's source stages (connections, start, binlog stream,
+    /// decoding, schema tracking, routing) from `source.start` into a null sink that encodes
+    /// each row as JSON and drops it, and print one line of JSON with the rate and the CPU
+    /// time once `--rows` rows were encoded. Nothing is written to Kafka.
+    #[command(hide = true)]
+    BenchSource {
+        /// Path of the TOML configuration.
+        #[arg(long, short, env = "SLUICE_CONFIG")]
+        config: PathBuf,
+        /// The pipeline, when the configuration is a process file of several.
+        #[arg(long, value_name = "NAME")]
+        pipeline: Option<String>,
+        /// Stop once this many rows were encoded.
+        #[arg(long, value_parser = clap::value_parser!(u64).range(1..))]
+        rows: u64,
+        /// Give up (exit 1, naming how many rows were read) after this many seconds.
+        #[arg(long, default_value_t = 600, value_parser = clap::value_parser!(u64).range(1..))]
+        max_seconds: u64,
+    },
 }
 
 #[derive(Subcommand)]
@@ -421,6 +440,21 @@ async fn dispatch(cli: Cli) -> Result<ExitCode, Error> {
             let result = tokio::task::spawn_blocking(move || bench.run())
                 .await
                 .map_err(Error::definite_from)??;
+            println!(
+                "{}",
+                serde_json::to_string(&result).map_err(Error::definite_from)?
+            );
+            Ok(ExitCode::SUCCESS)
+        }
+        Cmd::BenchSource {
+            config,
+            pipeline,
+            rows,
+            max_seconds,
+        } => {
+            let (cfg, _) = load_one(&config, pipeline.as_deref())?;
+            let max = std::time::Duration::from_secs(max_seconds);
+            let result = sluice::app::bench_source(&cfg, rows, max).await?;
             println!(
                 "{}",
                 serde_json::to_string(&result).map_err(Error::definite_from)?

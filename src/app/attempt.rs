@@ -132,26 +132,8 @@ pub(super) async fn attempt(run: &Running<'_>, shutdown: watch::Receiver<bool>) 
                 start = &StartSpec::Initial;
             }
         }
-        let mut resume = match (&committed, start) {
-            // A new pipeline at "now": the included tables' definitions at that position.
-            (None, StartSpec::Latest) => seed::latest_with_defs(&mut conn, &info, router).await?,
-            // The same, and a snapshot of the tables read while streaming from there.
-            (None, StartSpec::Initial | StartSpec::SnapshotOnly) => {
-                let mut r = seed::latest_with_defs(&mut conn, &info, router).await?;
-                let then_stop = matches!(start, StartSpec::SnapshotOnly);
-                r.snapshot = Some(seed::plan_snapshot(&mut conn, router, then_stop).await?);
-                r
-            }
-            _ => {
-                capture::resolve_start(
-                    &mut conn,
-                    &info,
-                    committed.as_ref().map(|r| &r.position),
-                    start,
-                )
-                .await?
-            }
-        };
+        let position = committed.as_ref().map(|r| &r.position);
+        let mut resume = resume_point(&mut conn, &info, router, position, start).await?;
         if let Some(r) = &committed {
             resume.tracker.xa_prepared = r.xa_prepared.clone();
             resume.snapshot = r.snapshot.clone();
@@ -231,10 +213,34 @@ pub(super) async fn attempt(run: &Running<'_>, shutdown: watch::Receiver<bool>) 
     }
 }
 
+/// Where the stream starts: after the committed `position`, or (none) at `start`, with the
+/// included tables' definitions there and, for `initial` and `snapshot_only`, the snapshot's
+/// plan.
+pub(super) async fn resume_point(
+    conn: &mut mysql_async::Conn,
+    info: &server::ServerInfo,
+    router: &Arc<Router>,
+    position: Option<&crate::position::SourcePosition>,
+    start: &StartSpec,
+) -> Result<capture::ResumePoint> {
+    Ok(match (position, start) {
+        // A new pipeline at "now": the included tables' definitions at that position.
+        (None, StartSpec::Latest) => seed::latest_with_defs(conn, info, router).await?,
+        // The same, and a snapshot of the tables read while streaming from there.
+        (None, StartSpec::Initial | StartSpec::SnapshotOnly) => {
+            let mut r = seed::latest_with_defs(conn, info, router).await?;
+            let then_stop = matches!(start, StartSpec::SnapshotOnly);
+            r.snapshot = Some(seed::plan_snapshot(conn, router, then_stop).await?);
+            r
+        }
+        _ => capture::resolve_start(conn, info, position, start).await?,
+    })
+}
+
 /// Connects to the source twice at once: the connection the start is resolved on (its
 /// version and settings read; logs whether it is encrypted) and the replication connection
 /// the stream will run on.
-async fn connect_source(
+pub(super) async fn connect_source(
     connect: server::ConnectOptions,
     timeline: crate::startup::Timeline,
 ) -> Result<(

@@ -147,7 +147,7 @@ pub fn transactional_id() -> String {
 }
 
 /// The CPU time the process has used so far (user and system, every thread), in seconds.
-fn cpu_seconds() -> Option<f64> {
+pub(super) fn cpu_seconds() -> Option<f64> {
     let mut usage = std::mem::MaybeUninit::<libc::rusage>::uninit();
     // SAFETY: `getrusage` writes a whole `rusage` to the pointer it is given, which points to
     // memory of that size and alignment; it is read only after a success.

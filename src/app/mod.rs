@@ -9,16 +9,19 @@
 //! In files: `settings` (what the stages are given, from the configuration), `checks` (the
 //! preflight), `attempt` (one attempt), `process` (several pipelines in one process),
 //! `bench_produce` (the hidden `sluice bench-produce`: the producer's ceiling, for the
-//! benchmark); this file holds a pipeline's run and its retry loop.
+//! benchmark), `bench_source` (the hidden `sluice bench-source`: the source side's ceiling, a
+//! null sink); this file holds a pipeline's run and its retry loop.
 
 mod attempt;
 mod bench_produce;
+mod bench_source;
 mod checks;
 mod cluster;
 mod process;
 mod run;
 mod settings;
 pub use bench_produce::{parse_property, ProduceBench, ProduceResult};
+pub use bench_source::{bench_source, SourceResult};
 pub use checks::preflight;
 pub use process::run_process;
 pub use run::{run, run_with, shutdown_timeout};

@@ -49,6 +49,7 @@ pub(crate) mod txn;
 mod txn_metadata;
 pub(crate) mod txn_tag;
 pub(crate) mod unmarked;
+mod wakeup;
 pub(crate) mod written;
 
 use std::collections::HashMap;
@@ -581,6 +582,7 @@ impl Sink {
             .map(crate::snapshot::progress::SnapshotProgress::for_record);
         let snapshot = cp.snapshot;
         let bytes = rec.to_bytes();
+        let delivered;
         if self.exactly_once() {
             self.send_offset_record(&bytes)?;
             // Every record of the transaction acknowledged, and no delivery error, before the
@@ -591,6 +593,7 @@ impl Sink {
             // locally timed-out messages.) commit_transaction waits for the same
             // acknowledgements, so this adds no wait of its own.
             self.producer.wait_delivered()?;
+            delivered = started.elapsed();
             txn::commit(&self.producer, &self.s.shutdown)?;
             self.committed_txn = rec.txn;
             *self
@@ -601,6 +604,7 @@ impl Sink {
         } else {
             // At-least-once: the offset is written only after all data is acknowledged.
             self.producer.wait_delivered()?;
+            delivered = started.elapsed();
             self.send_offset_record(&bytes)?;
         }
         let micros = started.elapsed().as_micros() as u64;
@@ -630,16 +634,26 @@ impl Sink {
             _ => m.streaming_state("streaming"),
         }
         self.counts.clear();
-        tracing::debug!(records = self.kafka_records, micros, position = %rec.position, "committed");
+        let records = std::mem::take(&mut self.kafka_records);
         self.kafka_open = false;
-        self.kafka_records = 0;
         self.pending = None;
         self.last_commit = Instant::now();
         // The markers of every partition it wrote are there before anything else is written.
         let own = (self.committed_txn, self.attempt);
-        self.sealer.as_ref().map_or(Ok(()), |sealer| {
-            settle::after_commit(sealer, &self.producer, &self.s, own, &self.metrics)
-        })
+        if let Some(sealer) = self.sealer.as_ref() {
+            settle::after_commit(sealer, &self.producer, &self.s, own, &self.metrics)?;
+        }
+        // The phases: every record acknowledged, then (exactly-once) the offset record and
+        // the EndTxn, (at-least-once) the offset record; then the markers checked.
+        tracing::debug!(
+            records,
+            micros,
+            delivered_us = delivered.as_micros() as u64,
+            sealed_us = self.last_commit.elapsed().as_micros() as u64,
+            position = %rec.position,
+            "committed"
+        );
+        Ok(())
     }
 
     /// Channel closed: commit what ends at a boundary, abort a half source transaction.

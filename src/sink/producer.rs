@@ -18,6 +18,7 @@ use rdkafka::producer::{BaseProducer, BaseRecord, DeliveryResult, Producer, Prod
 
 use crate::error::{Error, Result};
 use crate::sink::classify::classify;
+use crate::sink::wakeup::Wakeup;
 
 /// Delivery reports and fatal errors seen by librdkafka's callbacks.
 #[derive(Default)]
@@ -88,7 +89,24 @@ pub struct SinkProducer {
     /// Debezium's context headers (`kafka.context_headers`), put on the records written with
     /// [`SinkProducer::send_with_header`] (those of Debezium's shape) when set.
     pub context: Option<crate::sink::context_headers::ContextHeaders>,
+    /// Wakes the waits for delivery reports.
+    wakeup: Wakeup,
 }
+
+impl Drop for SinkProducer {
+    fn drop(&mut self) {
+        // librdkafka writes to the pipe no more before it is closed (the fields drop after).
+        self.wakeup.disable(self.inner.client());
+    }
+}
+
+/// At most this many delivery-report events are served in one go.
+const SERVE_MAX: usize = 1024;
+
+/// The longest sleep between two looks at the delivery reports while waiting for them: the
+/// pipe wakes the wait at once; this bounds it should a signal be missed (an event left in
+/// the queue that served no report).
+const REPORT_WAIT: Duration = Duration::from_millis(5);
 
 /// Delivery reports are served every this many records (each poll reads the clock and takes
 /// librdkafka's queue lock; serving them per record cost a tenth of the CPU of a snapshot).
@@ -128,7 +146,9 @@ impl SinkProducer {
         let inner: BaseProducer<SinkContext> = cfg
             .create_with_context(ctx.clone())
             .map_err(|e| Error::definite(format!("cannot create the Kafka producer: {e}")))?;
+        let wakeup = Wakeup::enable(inner.client())?;
         Ok(SinkProducer {
+            wakeup,
             inner,
             ctx,
             wait_limit: Duration::from_millis(transaction_timeout_ms),
@@ -227,8 +247,32 @@ impl SinkProducer {
                 self.wait_limit
             )));
         }
-        self.inner.poll(Duration::from_millis(2));
+        if !self.serve_reports() {
+            self.wakeup.wait(REPORT_WAIT);
+        }
         Ok(())
+    }
+
+    /// Serves the delivery reports that arrived, without waiting: rust-rdkafka's `poll`
+    /// serves one event per call, and a `poll` with a timeout spins for its last millisecond
+    /// (see [`super::wakeup`]), so waits here are `poll(0)` and [`Wakeup::wait`]. Returns
+    /// whether any report was served.
+    fn serve_reports(&self) -> bool {
+        let mut before = self.inner.in_flight_count();
+        let mut served = false;
+        for _ in 0..SERVE_MAX {
+            if before == 0 {
+                break;
+            }
+            self.inner.poll(Duration::ZERO);
+            let after = self.inner.in_flight_count();
+            if after >= before {
+                break;
+            }
+            served = true;
+            before = after;
+        }
+        served
     }
 
     fn produce(
@@ -301,7 +345,11 @@ impl SinkProducer {
     /// surfaces the first delivery error, if any.
     pub fn wait_delivered(&self) -> Result<()> {
         let started = Instant::now();
-        while self.inner.in_flight_count() > 0 {
+        loop {
+            self.serve_reports();
+            if self.inner.in_flight_count() == 0 {
+                break;
+            }
             self.stop
                 .check("waiting for the acknowledgement of produced records")?;
             if started.elapsed() > self.wait_limit {
@@ -310,7 +358,7 @@ impl SinkProducer {
                     self.wait_limit
                 )));
             }
-            self.inner.poll(Duration::from_millis(1));
+            self.wakeup.wait(REPORT_WAIT);
         }
         self.check_errors()
     }
