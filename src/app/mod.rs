@@ -9,15 +9,18 @@
 //! In files: `settings` (what the stages are given, from the configuration), `checks` (the
 //! preflight), `attempt` (one attempt), `process` (several pipelines in one process),
 //! `bench_produce` (the hidden `sluice bench-produce`: the producer's ceiling, for the
-//! benchmark); this file holds a pipeline's run and its retry loop.
+//! benchmark), `bench_latency/` (the hidden `sluice bench-latency`: a running pipeline's
+//! latency under a fixed load); this file holds a pipeline's run and its retry loop.
 
 mod attempt;
+mod bench_latency;
 mod bench_produce;
 mod checks;
 mod cluster;
 mod process;
 mod run;
 mod settings;
+pub use bench_latency::{parse_rate, LatencyBench, LatencyResult, Rate};
 pub use bench_produce::{parse_property, ProduceBench, ProduceResult};
 pub use checks::preflight;
 pub use process::run_process;
