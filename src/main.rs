@@ -1,5 +1,6 @@
 //! The `sluice` command line: run | check | snapshot | offsets show | offsets set, and the
-//! hidden bench-produce (the benchmark's measure of the producer's ceiling).
+//! hidden bench-produce (the benchmark's measure of the producer's ceiling) and bench-latency
+//! (the benchmark's measure of a running pipeline's latency under load).
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -167,6 +168,69 @@ enum Cmd {
         /// Give up (exit 1, naming how many rows were read) after this many seconds.
         #[arg(long, default_value_t = 600, value_parser = clap::value_parser!(u64).range(1..))]
         max_seconds: u64,
+    },
+    /// For the benchmark: write rows into a table at a fixed rate while reading the topic a
+    /// running pipeline writes them to (read_committed), and print one line of JSON with the
+    /// latency from each row's COMMIT to its receipt (p50/p99/p99.9/max), the lag's slope and
+    /// the rows missing. Exits 1 when rows written were not received.
+    #[command(hide = true)]
+    BenchLatency {
+        /// The source server, e.g. mysql://root@127.0.0.1:3306 (a path names the database
+        /// of --table).
+        #[arg(long, default_value = "mysql://root@127.0.0.1:3306")]
+        source: String,
+        /// The table to write, db.table; created when missing (id BIGINT PRIMARY KEY,
+        /// v VARCHAR); the run's ids start after its largest.
+        #[arg(long)]
+        table: String,
+        /// Kafka bootstrap servers.
+        #[arg(long, default_value = "127.0.0.1:9092")]
+        bootstrap: String,
+        /// The topic the pipeline writes the table's changes to.
+        #[arg(long)]
+        topic: String,
+        /// Rows per second (open loop), or `max`: as fast as the connections commit.
+        #[arg(long, value_parser = sluice::app::parse_rate)]
+        rate: sluice::app::Rate,
+        /// Rows per source transaction (one INSERT, autocommit).
+        #[arg(long, default_value_t = 1)]
+        txn_rows: u64,
+        /// Writer connections (default: one per 1000 transactions per second, 2 to 32; 8
+        /// for `max`).
+        #[arg(long)]
+        connections: Option<usize>,
+        /// Seconds written before the measurement.
+        #[arg(long, default_value_t = 20)]
+        warmup_s: u64,
+        /// Seconds measured after the warm-up.
+        #[arg(long, default_value_t = 120)]
+        seconds: u64,
+        /// Seconds to wait after the last row for the rows not received yet.
+        #[arg(long, default_value_t = 30)]
+        drain_timeout_s: u64,
+        /// Seconds to wait for the topic when it does not exist yet (a first row is written
+        /// for the pipeline to create it).
+        #[arg(long, default_value_t = 30)]
+        topic_wait_s: u64,
+        /// Bytes of each row's `v` column.
+        #[arg(long, default_value_t = 200)]
+        payload_bytes: usize,
+        /// The consumer's fetch.wait.max.ms.
+        #[arg(long, default_value_t = 5)]
+        fetch_wait_ms: u64,
+        /// The JSON key field that holds the id (also inside a Kafka Connect envelope's
+        /// payload).
+        #[arg(long, default_value = "id")]
+        key_field: String,
+        /// The most rows written and not yet received; more is an error.
+        #[arg(long, default_value_t = 1_000_000)]
+        max_in_flight: usize,
+        /// A transaction sent later than this (ms) against its schedule sets driver_behind.
+        #[arg(long, default_value_t = 100)]
+        behind_limit_ms: u64,
+        /// A further librdkafka property of the consumer; repeat for more.
+        #[arg(short = 'X', value_name = "KEY=VALUE", value_parser = sluice::app::parse_property)]
+        properties: Vec<(String, String)>,
     },
 }
 
@@ -460,6 +524,54 @@ async fn dispatch(cli: Cli) -> Result<ExitCode, Error> {
                 serde_json::to_string(&result).map_err(Error::definite_from)?
             );
             Ok(ExitCode::SUCCESS)
+        }
+        Cmd::BenchLatency {
+            source,
+            table,
+            bootstrap,
+            topic,
+            rate,
+            txn_rows,
+            connections,
+            warmup_s,
+            seconds,
+            drain_timeout_s,
+            topic_wait_s,
+            payload_bytes,
+            fetch_wait_ms,
+            key_field,
+            max_in_flight,
+            behind_limit_ms,
+            properties,
+        } => {
+            let bench = sluice::app::LatencyBench {
+                source,
+                table,
+                bootstrap,
+                topic,
+                rate,
+                txn_rows,
+                connections,
+                warmup_s,
+                seconds,
+                drain_timeout_s,
+                topic_wait_s,
+                payload_bytes,
+                fetch_wait_ms,
+                key_field,
+                max_in_flight,
+                behind_limit_ms,
+                properties,
+            };
+            let result = bench.run().await?;
+            println!(
+                "{}",
+                serde_json::to_string(&result).map_err(Error::definite_from)?
+            );
+            match result.problem(drain_timeout_s) {
+                Some(problem) => Err(Error::definite(problem)),
+                None => Ok(ExitCode::SUCCESS),
+            }
         }
         Cmd::Offsets { cmd } => match cmd {
             OffsetsCmd::Show { config, pipeline } => {

@@ -105,32 +105,36 @@ pub fn key_into(buf: &mut String, id: u64) {
     let _ = write!(buf, "{{\"id\":{id}}}");
 }
 
+/// `len` pseudo-random letters and digits (fixed seed: the same text on every call), so that
+/// a compressor shrinks them like text, not like a run of one byte.
+pub fn filler_text(len: usize) -> Vec<u8> {
+    const ALPHABET: &[u8] = b"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789";
+    let mut state: u64 = 0x9e37_79b9_7f4a_7c15;
+    (0..len)
+        .map(|_| {
+            // xorshift64: cheap and good enough to defeat a compressor's run detection.
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            ALPHABET[(state % ALPHABET.len() as u64) as usize]
+        })
+        .collect()
+}
+
 /// The value every record carries: exactly `len` bytes, a JSON object `{"v":"…"}` whose
-/// string is filled with pseudo-random letters and digits (fixed seed: the same value on
-/// every run), so that with `compression.type` set it shrinks like text, not like a run of
-/// one byte. Below 8 bytes, the letters and digits alone.
+/// string is [`filler_text`], so that with `compression.type` set it shrinks like text. Below
+/// 8 bytes, the letters and digits alone.
 pub fn filler_value(len: usize) -> Vec<u8> {
     const OPEN: &[u8] = b"{\"v\":\"";
     const CLOSE: &[u8] = b"\"}";
-    const ALPHABET: &[u8] = b"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789";
     let frame = OPEN.len() + CLOSE.len();
-    let fill = if len >= frame { len - frame } else { len };
-    let mut state: u64 = 0x9e37_79b9_7f4a_7c15;
-    let letters = (0..fill).map(|_| {
-        // xorshift64: cheap and good enough to defeat a compressor's run detection.
-        state ^= state << 13;
-        state ^= state >> 7;
-        state ^= state << 17;
-        ALPHABET[(state % ALPHABET.len() as u64) as usize]
-    });
-    let mut value = Vec::with_capacity(len);
-    if len >= frame {
-        value.extend_from_slice(OPEN);
-        value.extend(letters);
-        value.extend_from_slice(CLOSE);
-    } else {
-        value.extend(letters);
+    if len < frame {
+        return filler_text(len);
     }
+    let mut value = Vec::with_capacity(len);
+    value.extend_from_slice(OPEN);
+    value.extend(filler_text(len - frame));
+    value.extend_from_slice(CLOSE);
     value
 }
 
@@ -147,7 +151,7 @@ pub fn transactional_id() -> String {
 }
 
 /// The CPU time the process has used so far (user and system, every thread), in seconds.
-pub(super) fn cpu_seconds() -> Option<f64> {
+pub(crate) fn cpu_seconds() -> Option<f64> {
     let mut usage = std::mem::MaybeUninit::<libc::rusage>::uninit();
     // SAFETY: `getrusage` writes a whole `rusage` to the pointer it is given, which points to
     // memory of that size and alignment; it is read only after a success.
@@ -162,7 +166,7 @@ pub(super) fn cpu_seconds() -> Option<f64> {
 }
 
 /// Rounds to microseconds, so the printed figures carry no digits beyond what was measured.
-fn micros(x: f64) -> f64 {
+pub(crate) fn micros(x: f64) -> f64 {
     (x * 1e6).round() / 1e6
 }
 

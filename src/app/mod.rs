@@ -10,9 +10,11 @@
 //! preflight), `attempt` (one attempt), `process` (several pipelines in one process),
 //! `bench_produce` (the hidden `sluice bench-produce`: the producer's ceiling, for the
 //! benchmark), `bench_source` (the hidden `sluice bench-source`: the source side's ceiling, a
-//! null sink); this file holds a pipeline's run and its retry loop.
+//! null sink), `bench_latency/` (the hidden `sluice bench-latency`: a running pipeline's
+//! latency under a fixed load); this file holds a pipeline's run and its retry loop.
 
 mod attempt;
+mod bench_latency;
 mod bench_produce;
 mod bench_source;
 mod checks;
@@ -20,6 +22,7 @@ mod cluster;
 mod process;
 mod run;
 mod settings;
+pub use bench_latency::{parse_rate, LatencyBench, LatencyResult, Rate};
 pub use bench_produce::{parse_property, ProduceBench, ProduceResult};
 pub use bench_source::{bench_source, SourceResult};
 pub use checks::preflight;
