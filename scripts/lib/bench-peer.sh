@@ -38,8 +38,9 @@
 # its offset set to the position sluice starts from (file and position, and the GTID position,
 # which Debezium's MariaDB connector requires) through Connect's offsets API, and resumed with
 # `snapshot.mode=recovery`: it records the tables' current schema (no rows) and streams from the
-# offset. Its start is the resume. Its data topic is created before the resume (the consumer
-# needs it); sluice creates its own within its timed start.
+# offset. Its start is the resume. Each system's data topic is created before its start, so
+# the consumer is already reading when the first record comes (sluice then finds its topic
+# there, as it does on every restart).
 #
 # Snapshot: sluice `start = "snapshot_only"` (1 reader, chunk BENCH_SNAPSHOT_CHUNK) against a
 # new connector with `snapshot.mode=initial_only`, timed from its creation;
@@ -208,8 +209,13 @@ peer_record() { # kind system first secs n cpu rss bytes
   echo "   $2 $1: $5 records seen after $4 s ($rate rows/s), first after $3 s, CPU $6 s ($cpu_m s / M rows), peak RSS $7 MiB, avg value $avg B"
 }
 
-# sluice's runs: scripts/bench's own (run_mode, run_snapshot) with the consumer started beside.
-peer_sluice_watch() { peer_watch_start "$1" "$rows" "$work/peer_sluice.watch"; }
+# sluice's runs: scripts/bench's own (run_mode, run_snapshot) with the consumer started beside,
+# on the data topic created before the launch as Debezium's is before its start (so the
+# consumer is reading when the first record comes, not starting after the topic appears).
+peer_sluice_watch() {
+  peer_topic_create "$1"
+  peer_watch_start "$1" "$rows" "$work/peer_sluice.watch"
+}
 peer_sluice() { # kind round
   local first secs n bytes cpu rss line name
   bench_watch=peer_sluice_watch
