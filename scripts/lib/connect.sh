@@ -16,6 +16,11 @@
 # `exactly.once.source.support=enabled`, sink offsets committed every second
 # (offset.flush.interval.ms=1000), JsonConverter as the worker's default converter; one class
 # loader per plugin directory under plugin.path. Data and logs in .data/connect.
+#
+# The JVM: heap SLUICE_CONNECT_HEAP_OPTS (default -Xms128m -Xmx640m) and the collector and JIT
+# flags SLUICE_CONNECT_JVM_OPTS (default -XX:+UseSerialGC -XX:TieredStopAtLevel=1: small and
+# quick to start, for tests; `scripts/bench --peer debezium` gives the worker a 2 GB heap and
+# Kafka's own G1 flags instead).
 
 CONNECT_PLUGINS_LOCK="$SLUICE_LIB/connect-plugins.lock"
 CONNECT_PLUGINS_HOME="$CACHE_DIR/connect-plugins"
@@ -217,7 +222,7 @@ connect_up() {
         close_extra_fds
         # shellcheck disable=SC2086
         exec setsid nohup java ${SLUICE_CONNECT_HEAP_OPTS:--Xms128m -Xmx640m} \
-            -XX:+UseSerialGC -XX:TieredStopAtLevel=1 -Djava.awt.headless=true \
+            ${SLUICE_CONNECT_JVM_OPTS:--XX:+UseSerialGC -XX:TieredStopAtLevel=1} -Djava.awt.headless=true \
             -Djava.io.tmpdir="$CONNECT_DATA/tmp" \
             -Dlog4j2.configurationFile="$SLUICE_LIB/connect-log4j2.xml" \
             -Dkafka.logs.dir="$CONNECT_DATA/logs" \
