@@ -130,12 +130,15 @@ connect_ensure_json_check() {
     hash=$(cat "$CONNECT_JSON_CHECK_SRC" "$KAFKA_STAMP" | sha256sum | cut -c1-12)
     out="$CACHE_DIR/connect-json-check-$hash"
     if [[ ! -f $out/ConnectJsonCheck.class ]]; then
-        rm -rf "$out.tmp"
-        mkdir -p "$out.tmp"
-        javac -d "$out.tmp" -cp "$KAFKA_LIBS/*" "$CONNECT_JSON_CHECK_SRC" >&2 \
-            || die "connect: javac failed on $(rel "$CONNECT_JSON_CHECK_SRC")"
-        rm -rf "$out"
-        mv "$out.tmp" "$out"
+        # Tests run the checker concurrently: each compiles into a folder of its own and the
+        # first to finish renames it into place (rename(2) onto a folder that exists and is
+        # not empty fails, so a later one discards its copy; no one sees a half-written one).
+        local tmp
+        tmp=$(mktemp -d "$out.tmp.XXXXXX")
+        javac -d "$tmp" -cp "$KAFKA_LIBS/*" "$CONNECT_JSON_CHECK_SRC" >&2 \
+            || { rm -rf "$tmp"; die "connect: javac failed on $(rel "$CONNECT_JSON_CHECK_SRC")"; }
+        mv -T "$tmp" "$out" 2>/dev/null || rm -rf "$tmp"
+        [[ -f $out/ConnectJsonCheck.class ]] || die "connect: $out holds no ConnectJsonCheck.class"
     fi
     CONNECT_JSON_CHECK_CP="$out:$KAFKA_LIBS/*"
 }
