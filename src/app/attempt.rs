@@ -171,15 +171,7 @@ pub(super) async fn attempt(run: &Running<'_>, shutdown: watch::Receiver<bool>) 
         } else {
             "streaming"
         });
-        let settings = SourceSettings {
-            connect,
-            server_id: cfg.source.server_id,
-            heartbeat: cfg.source.heartbeat(),
-            router: router.clone(),
-            snapshot: cfg.snapshot.clone(),
-            adhoc: Some(inbox.clone()),
-            max_event_bytes: cfg.source.max_event_bytes,
-        };
+        let settings = source_settings(cfg, connect, router, Some(inbox.clone()));
         // The stream runs on its own replication connection.
         drop(conn);
         capture::run(
@@ -210,6 +202,25 @@ pub(super) async fn attempt(run: &Running<'_>, shutdown: watch::Receiver<bool>) 
                 Err(se)
             }
         }
+    }
+}
+
+/// The source stage's settings from the configuration (`adhoc`: where ad-hoc snapshot
+/// requests come from, if anywhere).
+pub(super) fn source_settings(
+    cfg: &Config,
+    connect: server::ConnectOptions,
+    router: &Arc<Router>,
+    adhoc: Option<Inbox>,
+) -> SourceSettings {
+    SourceSettings {
+        connect,
+        server_id: cfg.source.server_id,
+        heartbeat: cfg.source.heartbeat(),
+        router: router.clone(),
+        snapshot: cfg.snapshot.clone(),
+        adhoc,
+        max_event_bytes: cfg.source.max_event_bytes,
     }
 }
 

@@ -14,7 +14,7 @@ use std::time::{Duration, Instant};
 use serde::Serialize;
 use tokio::sync::watch;
 
-use crate::capture::{self, SourceSettings};
+use crate::capture;
 use crate::config::route::Router;
 use crate::config::Config;
 use crate::encode::change::{Record, RowChange, RowPos};
@@ -76,15 +76,7 @@ pub async fn bench_source(cfg: &Config, rows: u64, max: Duration) -> Result<Sour
         super::attempt::connect_source(connect.clone(), timeline).await?;
     let resume = super::attempt::resume_point(&mut conn, &info, &router, None, &start).await?;
     drop(conn);
-    let settings = SourceSettings {
-        connect,
-        server_id: cfg.source.server_id,
-        heartbeat: cfg.source.heartbeat(),
-        router: router.clone(),
-        snapshot: cfg.snapshot.clone(),
-        adhoc: None,
-        max_event_bytes: cfg.source.max_event_bytes,
-    };
+    let settings = super::attempt::source_settings(cfg, connect, &router, None);
     let (tx, rx) = crate::channel::channel(CHANNEL_CAPACITY, cfg.source.channel_max_bytes);
     let (stop_tx, stop_rx) = watch::channel(false);
     let rt = tokio::runtime::Handle::current();
