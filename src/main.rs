@@ -146,6 +146,18 @@ enum Cmd {
         /// No transactions: the idempotent producer alone (sluice's at-least-once mode).
         #[arg(long)]
         idempotent: bool,
+        /// With --idempotent: wait for every acknowledgement after each --txn-records records
+        /// (or --txn-max-ms), as at-least-once does before each offset record.
+        #[arg(long, requires = "idempotent")]
+        batched: bool,
+        /// Whether every record carries the transaction header (default: in transactional
+        /// mode only, as `sluice run`).
+        #[arg(long, value_name = "BOOL")]
+        header: Option<bool>,
+        /// Transactional mode: after each commit, wait for the commit markers as the sink
+        /// does before its next transaction.
+        #[arg(long, value_name = "BOOL", default_value_t = true, action = clap::ArgAction::Set)]
+        check_markers: bool,
         /// A further librdkafka property; repeat for more.
         #[arg(short = 'X', value_name = "KEY=VALUE", value_parser = sluice::app::parse_property)]
         properties: Vec<(String, String)>,
@@ -488,6 +500,9 @@ async fn dispatch(cli: Cli) -> Result<ExitCode, Error> {
             txn_records,
             txn_max_ms,
             idempotent,
+            batched,
+            header,
+            check_markers,
             properties,
         } => {
             let bench = sluice::app::ProduceBench {
@@ -498,6 +513,9 @@ async fn dispatch(cli: Cli) -> Result<ExitCode, Error> {
                 txn_records,
                 txn_max_ms,
                 transactional: !idempotent,
+                batched,
+                header: header.unwrap_or(!idempotent),
+                check_markers,
                 properties,
             };
             // librdkafka's calls block: on a thread of their own, not on the runtime's.

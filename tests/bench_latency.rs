@@ -7,9 +7,6 @@ mod support;
 
 use std::time::{Duration, Instant};
 
-use rdkafka::admin::{AdminClient, AdminOptions, NewTopic, TopicReplication};
-use rdkafka::client::DefaultClientContext;
-use rdkafka::config::ClientConfig;
 use serde_json::Value;
 use support::*;
 
@@ -128,20 +125,6 @@ async fn measures_the_latency_of_a_running_pipeline(flavor: Flavor) {
 
 per_flavor!(measures_the_latency_of_a_running_pipeline);
 
-/// Creates a topic of two partitions.
-fn create_topic(name: &str) {
-    let admin: AdminClient<DefaultClientContext> = ClientConfig::new()
-        .set("bootstrap.servers", KAFKA)
-        .create()
-        .expect("admin");
-    let nt = NewTopic::new(name, 2, TopicReplication::Fixed(1));
-    let res = futures_executor::block_on(admin.create_topics([&nt], &AdminOptions::new()))
-        .expect("create");
-    for r in res {
-        r.expect("topic created");
-    }
-}
-
 /// Creates database `db` on MariaDB.
 async fn create_database(db: &str) {
     let mut c = root(MARIADB.port).await;
@@ -154,7 +137,7 @@ async fn rows_nobody_delivers_are_named_as_missing() {
     let db = unique("lat_nobody");
     create_database(&db).await;
     let topic = format!("{db}.t");
-    create_topic(&topic);
+    create_topic(&topic, 2, &[]);
     let started = Instant::now();
     let (code, line, err) = bench_latency(
         &[

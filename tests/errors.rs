@@ -108,31 +108,12 @@ fn unreachable_kafka_names_bootstrap_servers() {
 #[test]
 fn offsets_topic_not_compacted_is_refused() {
     let p = Pipeline::new(MARIADB, "notcompact", "");
-    create_topic(&p.offsets_topic, &[("cleanup.policy", "delete")]);
+    create_topic(&p.offsets_topic, 1, &[("cleanup.policy", "delete")]);
     assert_fails(
         &p,
         &["run"],
         &["cleanup.policy", "compact", &p.offsets_topic],
     );
-}
-
-fn create_topic(name: &str, cfg: &[(&str, &str)]) {
-    use rdkafka::admin::{AdminClient, AdminOptions, NewTopic, TopicReplication};
-    use rdkafka::client::DefaultClientContext;
-    use rdkafka::config::ClientConfig;
-    let admin: AdminClient<DefaultClientContext> = ClientConfig::new()
-        .set("bootstrap.servers", KAFKA)
-        .create()
-        .expect("admin");
-    let mut nt = NewTopic::new(name, 1, TopicReplication::Fixed(1));
-    for (k, v) in cfg {
-        nt = nt.set(k, v);
-    }
-    let res = futures_executor::block_on(admin.create_topics([&nt], &AdminOptions::new()))
-        .expect("create");
-    for r in res {
-        r.expect("topic created");
-    }
 }
 
 async fn a_partial_row_image_stops_clearly_and_emits_nothing_of_it(flavor: Flavor) {

@@ -12,7 +12,7 @@ mod support;
 
 use std::time::{Duration, Instant};
 
-use rdkafka::admin::{AdminClient, AdminOptions, NewTopic, TopicReplication};
+use rdkafka::admin::{AdminClient, AdminOptions};
 use rdkafka::client::DefaultClientContext;
 use rdkafka::config::ClientConfig;
 use rdkafka::consumer::{BaseConsumer, Consumer};
@@ -33,14 +33,14 @@ fn admin() -> AdminClient<DefaultClientContext> {
 
 /// Creates a compacted single-partition topic (as sluice creates its own).
 fn create_compacted(name: &str) {
-    let nt = NewTopic::new(name, 1, TopicReplication::Fixed(1))
-        .set("cleanup.policy", "compact")
-        .set("min.compaction.lag.ms", "0");
-    let res = futures_executor::block_on(admin().create_topics([&nt], &AdminOptions::new()))
-        .expect("create");
-    for r in res {
-        r.expect("topic created");
-    }
+    create_topic(
+        name,
+        1,
+        &[
+            ("cleanup.policy", "compact"),
+            ("min.compaction.lag.ms", "0"),
+        ],
+    );
 }
 
 /// Deletes a topic and waits until the metadata no longer lists it.

@@ -282,21 +282,68 @@ peer_debezium() { # kind round
   peer_topics_delete "$name\..*"
 }
 
-# ---- latency through Debezium: TO BE WIRED once `sluice bench-latency` exists ----------------
-# The latency driver (`sluice bench-latency`, hidden; source COMMIT to a read_committed consumer,
-# ids parsed from JSON keys with or without the Connect schema envelope, `--key-field id`) is not
-# in this tree yet. Once it is: for each rate, start the worker (peer_worker_start), create a
-# connector streaming from the current end of the binlog (peer_config NAME no_data SID; no
-# preload needed), run the driver at that rate against its topic (NAME.<db>.<table>) with
-# `--key-field id`, and the same rate against a sluice pipeline; record p50/p99/p99.9/max of
-# both next to each other (kind "latency <rate>"), delete the connector, stop the worker.
+# ---- latency at the same rates -----------------------------------------------------------
+# For each rate in BENCH_PEER_LATENCY_RATES ("1000 10000" rows/s; empty: none), on a table of
+# its own (created before either system starts, so both know it from their start): Debezium
+# streaming it (snapshot.mode=no_data on a freshly started worker, exactly.once.support=required)
+# and `sluice bench-latency` (hidden: rows written at the rate, open loop, one row per
+# transaction; each row timed from its COMMIT returning to the driver until a read_committed
+# consumer with fetch.wait.max.ms 5 receives it) against its topic; then a sluice pipeline
+# (exactly-once, start = "latest", every other setting its default) on a table of its own and
+# the same driver at the same rate. BENCH_LATENCY_WARMUP (20) s of warm-up, then
+# BENCH_LATENCY_SECONDS (120) s measured, as BENCH_LATENCY=1.
+peer_lat_run() { # system rate table topic
+  local out rc=0 field v line="$2|$1"
+  out=$("$bin" bench-latency --source "mysql://root@127.0.0.1:$port" --table "$3" --topic "$4" \
+    --rate "$2" --warmup-s "${BENCH_LATENCY_WARMUP:-20}" --seconds "${BENCH_LATENCY_SECONDS:-120}" \
+    2>>"$work/peer_lat.err") || rc=$?
+  for field in achieved_rows_per_s p50_ms p99_ms p999_ms max_ms bounded missing; do
+    v=$(json_field "$field" "$out"); line+="|${v:-n/a}"
+  done
+  echo "$line" >>"$work/peer_lat"
+  echo "   $1 at $2 rows/s: ${out:-no result, exit $rc: $(tail -1 "$work/peer_lat.err")}"
+}
 peer_latency() {
-  if ! "$bin" bench-latency --help >/dev/null 2>&1; then
-    echo "== latency: skipped (this sluice has no \`bench-latency\` subcommand yet)"
-    return 0
-  fi
-  echo "== latency: \`sluice bench-latency\` exists, but its runs through Debezium are not wired"
-  echo "   into this bench yet (see peer_latency in scripts/lib/bench-peer.sh)"
+  local rates=${BENCH_PEER_LATENCY_RATES-1000 10000} rate ldb name topic cfg sid=6400 pid k
+  [[ -n $rates ]] || return 0
+  : >"$work/peer_lat"
+  for rate in $rates; do
+    ldb="${db}_lat_$rate"
+    sql "CREATE DATABASE $ldb; CREATE TABLE $ldb.t (id BIGINT PRIMARY KEY, v VARCHAR(200) NOT NULL)"
+    # Debezium
+    name="peer_${peer_id}_dbz_lat_$rate" topic="peer_${peer_id}_dbz_lat_$rate.$ldb.t" sid=$((sid + 1))
+    echo "== latency at $rate rows/s: Debezium ($name)"
+    peer_worker_start
+    peer_topic_create "$topic"
+    cfg=$(db=$ldb peer_config "$name" no_data "$sid")
+    peer_connect -X POST "$CONNECT_URL/connectors" -d "$(jq -n --arg n "$name" --argjson c "$cfg" '{name: $n, config: $c}')" >/dev/null
+    for ((k = 0; k < 600; k++)); do
+      curl -s -m 5 "$CONNECT_URL/connectors/$name/status" | grep -q '"tasks":\[{"id":0,"state":"RUNNING"' && break
+      sleep 0.1
+    done
+    peer_lat_run debezium "$rate" "$ldb.t" "$topic"
+    peer_connector_ok "$name" || true
+    peer_connect -X DELETE "$CONNECT_URL/connectors/$name" >/dev/null || true
+    peer_worker_stop
+    peer_topics_delete "$name\..*"
+    # sluice, on a table of its own (the same shape)
+    ldb="${ldb}_s" name="peer_${peer_id}_sluice_lat_$rate"
+    sql "CREATE DATABASE $ldb; CREATE TABLE $ldb.t (id BIGINT PRIMARY KEY, v VARCHAR(200) NOT NULL)"
+    echo "== latency at $rate rows/s: sluice ($name)"
+    { pipeline_file "$name" $((sid + 100)) latest "$ldb"; printf '[api]\nenabled = false\n'; } >"$work/$name.toml"
+    peer_topic_create "$name.t"
+    "$bin" run --config "$work/$name.toml" 2>"$work/$name.log" &
+    pid=$!
+    for ((k = 0; k < 1500; k++)); do
+      "$bin" offsets show --config "$work/$name.toml" 2>/dev/null | grep -q '"position"' && break
+      kill -0 "$pid" 2>/dev/null || { echo "   sluice exited early:"; tail -3 "$work/$name.log"; break; }
+      sleep 0.2
+    done
+    peer_lat_run sluice "$rate" "$ldb.t" "$name.t"
+    kill -TERM "$pid" 2>/dev/null || true; wait "$pid" 2>/dev/null || true
+    peer_topics_delete "(_sluice_schema_history\.)?$name(\..*)?"
+    sql "DROP DATABASE ${ldb%_s}; DROP DATABASE $ldb"
+  done
 }
 
 peer_cleanup() {
@@ -328,7 +375,7 @@ peer_main() {
 }
 
 peer_report() { # rounds
-  local machine cmd v kind sys server
+  local machine cmd v kind sys server a b
   machine="$(nproc) cores, $(awk '/model name/ {$1=$2=$3=""; print; exit}' /proc/cpuinfo | xargs), $(free -g | awk '/Mem/ {print $2}') GiB"
   server="$(sql 'SELECT VERSION()')"
   cmd=""
@@ -356,7 +403,24 @@ peer_report() { # rounds
   peer_ratio "snapshot rows/s, sluice / Debezium" snapshot 5 sluice debezium "≥ 3"
   peer_ratio "snapshot CPU per row, Debezium / sluice" snapshot 6 debezium sluice "-"
   peer_ratio "snapshot peak RSS, Debezium / sluice" snapshot 7 debezium sluice "-"
-  echo "| latency p99 at the same rate, Debezium / sluice | not measured (needs \`sluice bench-latency\`) | ≥ 5 |"
+  local rate
+  cut -d'|' -f1 "$work/peer_lat" 2>/dev/null | sort -un | while read -r rate; do
+    a=$(awk -F'|' -v r="$rate" '$1 == r && $2 == "debezium" {print $5}' "$work/peer_lat")
+    b=$(awk -F'|' -v r="$rate" '$1 == r && $2 == "sluice" {print $5}' "$work/peer_lat")
+    v=n/a
+    [[ $a =~ ^[0-9.]+$ && $b =~ ^[0-9.]+$ ]] && v="$(calc "$a / $b" 1)×"
+    echo "| latency p99 at $rate rows/s, Debezium / sluice | $v | ≥ 5 |"
+  done
+  if [[ -s $work/peer_lat ]]; then
+    echo
+    echo "Latency (one row per source transaction, BENCH_LATENCY_WARMUP ${BENCH_LATENCY_WARMUP:-20} s warm-up, BENCH_LATENCY_SECONDS ${BENCH_LATENCY_SECONDS:-120} s measured; ms from the source COMMIT returning to a read_committed consumer's receipt):"
+    echo
+    echo "| rate rows/s | system | achieved rows/s | p50 ms | p99 ms | p99.9 ms | max ms | lag bounded | rows missing |"
+    echo "| --- | --- | --- | --- | --- | --- | --- | --- | --- |"
+    tr '|' ' ' <"$work/peer_lat" | while read -r r sys ach p50 p99 p999 mx bd miss; do
+      echo "| $r | $sys | $ach | $p50 | $p99 | $p999 | $mx | $bd | $miss |"
+    done
+  fi
   echo
   echo "Kafka Connect worker cold start (launch until the REST API lists $peer_class), before each Debezium run: median $(sort -g "$work/peer_cold" | awk '{a[NR] = $1} END {if (NR == 0) print "n/a"; else if (NR % 2) print a[(NR + 1) / 2]; else printf "%.2f", (a[NR / 2] + a[NR / 2 + 1]) / 2}') s ($(paste -sd, "$work/peer_cold" | sed 's/,/, /g') s)."
   sql "DROP DATABASE $db"

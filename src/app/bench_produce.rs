@@ -8,12 +8,20 @@
 //! records, waiting for queue space while librdkafka's queue is full), and in transactional
 //! mode the same transaction: `begin_transaction`, the records, each with the
 //! [`TXN_HEADER`](crate::sink::txn_tag::TXN_HEADER) naming the transaction attempt, a wait for
-//! every acknowledgement, then [`txn::commit`]. What the sink does besides is left out: no
-//! encoding (every record has the same pre-built value; keys are `{"id":N}`, what sluice
-//! writes for an integer primary key `id`), no offset record in each transaction, no check of
-//! the commit markers after it. The idempotent mode is sluice's at-least-once producer
+//! every acknowledgement, then [`txn::commit`], then (unless `--check-markers false`) the
+//! sink's check that the commit markers are on the partition before the next transaction
+//! begins ([`crate::sink::seal`]). What the sink does besides is left out: no encoding (every
+//! record has the same pre-built value; keys are `{"id":N}`, what sluice writes for an integer
+//! primary key `id`), no offset record in each transaction. Without the check the next
+//! transaction's first records usually reach the coordinator before it has completed the
+//! commit: it answers `CONCURRENT_TRANSACTIONS` and librdkafka retries after a fixed 20 ms,
+//! about half the transactions on the test bed; the sink never meets that wait. The idempotent mode is sluice's at-least-once producer
 //! (idempotent, `acks=all`, no header): every record produced, then one wait for all
-//! acknowledgements.
+//! acknowledgements; `--batched`, a wait after every batch of a transaction's size as well
+//! (at-least-once's cadence: it waits for every acknowledgement before each offset record).
+//! `--header` puts the transaction header on (or takes it off) every record whatever the
+//! mode: with the two, the difference between the modes splits into the header, the waits
+//! and the transaction protocol (`BENCH_PRODUCE_SPLIT=1 ./scripts/bench`).
 //!
 //! Everything here blocks: run it on a plain thread, not on an async runtime's.
 
@@ -26,6 +34,7 @@ use serde::Serialize;
 
 use crate::error::{Error, Result};
 use crate::sink::producer::SinkProducer;
+use crate::sink::seal::{self, Sealer};
 use crate::sink::topics::{TopicSettings, Topics};
 use crate::sink::txn;
 use crate::sink::txn_tag::{new_attempt, Tag};
@@ -61,6 +70,16 @@ pub struct ProduceBench {
     /// Transactions (sluice's exactly-once mode) when true; the idempotent producer alone
     /// (sluice's at-least-once mode) when false.
     pub transactional: bool,
+    /// Idempotent mode only: wait for every acknowledgement after each batch of
+    /// `txn_records` records (or `txn_max_ms`), as at-least-once waits before each offset
+    /// record; false: one wait at the end (the producer's streaming rate).
+    pub batched: bool,
+    /// Every record carries the transaction header, as in sluice's exactly-once mode
+    /// (sluice's at-least-once records carry none): the header's own cost, measured apart.
+    pub header: bool,
+    /// Transactional mode: after each commit, wait until the commit markers are on the
+    /// partition (the partition's last stable offset passed the transaction), as the sink does.
+    pub check_markers: bool,
     /// Further librdkafka properties (`-X key=value`), set over the base settings and under
     /// the ones exactly-once depends on, which [`SinkProducer::create`] sets last (as
     /// `[kafka.properties]` are for `sluice run`).
@@ -85,6 +104,13 @@ pub struct ProduceResult {
     pub cpu_s: Option<f64>,
     /// Transactions committed (0 in idempotent mode).
     pub transactions: u64,
+    /// Waits for every acknowledgement: one per transaction or batch, one in the idempotent
+    /// mode's streaming run.
+    pub ack_waits: u64,
+    /// Whether every record carried the transaction header.
+    pub header: bool,
+    /// Whether each commit's markers were waited for before the next transaction.
+    pub markers_checked: bool,
     /// The size of every record's value, in bytes.
     pub value_bytes: usize,
 }
@@ -190,8 +216,13 @@ impl ProduceBench {
         if self.records == 0 {
             return Err(Error::definite("--records must be at least 1"));
         }
-        if self.transactional && self.txn_records == 0 {
+        if (self.transactional || self.batched) && self.txn_records == 0 {
             return Err(Error::definite("--txn-records must be at least 1"));
+        }
+        if self.transactional && self.batched {
+            return Err(Error::definite(
+                "--batched applies to --idempotent only (transactions are batches already)",
+            ));
         }
         let base = self.client_config();
         self.check_topic(&base)?;
@@ -204,34 +235,41 @@ impl ProduceBench {
         )?;
         producer.connect(&self.topic);
         let value = filler_value(self.value_bytes);
-        let (started, cpu_before, transactions) = if self.transactional {
+        let (started, cpu_before, transactions, ack_waits) = if self.transactional {
             producer
                 .inner
                 .init_transactions(Duration::from_millis(TRANSACTION_TIMEOUT_MS))
                 .map_err(|e| producer.classify("init_transactions", &e))?;
             let (started, cpu) = (Instant::now(), cpu_seconds());
-            let transactions = self.write_transactions(&mut producer, &value)?;
-            (started, cpu, transactions)
+            let sealer = self
+                .check_markers
+                .then(|| Sealer::new(&base, &self.topic))
+                .transpose()?;
+            let transactions = self.write_transactions(&mut producer, &value, sealer.as_ref())?;
+            (started, cpu, transactions, transactions)
         } else {
             let (started, cpu) = (Instant::now(), cpu_seconds());
-            self.write_idempotent(&producer, &value)?;
-            (started, cpu, 0)
+            let waits = self.write_idempotent(&mut producer, &value)?;
+            (started, cpu, 0, waits)
         };
         let seconds = started.elapsed().as_secs_f64();
         let cpu_s = cpu_seconds()
             .zip(cpu_before)
             .map(|(after, before)| micros(after - before));
         Ok(ProduceResult {
-            mode: if self.transactional {
-                "transactional"
-            } else {
-                "idempotent"
+            mode: match (self.transactional, self.batched) {
+                (true, _) => "transactional",
+                (false, true) => "idempotent, batched",
+                (false, false) => "idempotent",
             },
             records: self.records,
             seconds: micros(seconds),
             records_per_s: (self.records as f64 / seconds.max(1e-9)).round(),
             cpu_s,
             transactions,
+            ack_waits,
+            header: self.header,
+            markers_checked: self.transactional && self.check_markers,
             value_bytes: self.value_bytes,
         })
     }
@@ -256,21 +294,52 @@ impl ProduceBench {
         }
     }
 
-    /// Idempotent mode: every record, then a wait until all are acknowledged.
-    fn write_idempotent(&self, producer: &SinkProducer, value: &[u8]) -> Result<()> {
+    /// Idempotent mode: every record, then a wait until all are acknowledged; batched, a wait
+    /// after each batch as well ([`commit_due`]). Returns the waits.
+    fn write_idempotent(&self, producer: &mut SinkProducer, value: &[u8]) -> Result<u64> {
         let mut key = String::with_capacity(32);
-        for id in 1..=self.records {
-            key_into(&mut key, id);
-            producer.send(&self.topic, Some(key.as_bytes()), Some(value))?;
+        let (mut written, mut waits) = (0u64, 0u64);
+        while written < self.records {
+            self.tag(producer, waits + 1, new_attempt());
+            let opened = Instant::now();
+            let mut in_batch = 0u64;
+            while written < self.records {
+                written += 1;
+                in_batch += 1;
+                key_into(&mut key, written);
+                producer.send(&self.topic, Some(key.as_bytes()), Some(value))?;
+                if self.batched
+                    && commit_due(in_batch, self.txn_records, opened.elapsed(), self.txn_max())
+                {
+                    break;
+                }
+            }
+            producer.wait_delivered()?;
+            waits += 1;
         }
-        producer.wait_delivered()
+        Ok(waits)
+    }
+
+    /// Sets (or, without [`ProduceBench::header`], clears) the header of the records of
+    /// transaction or batch `n`, attempt `attempt`.
+    fn tag(&self, producer: &mut SinkProducer, n: u64, attempt: u64) {
+        producer.tag = self.header.then(|| Tag::txn_value(PIPELINE, n, attempt));
+    }
+
+    fn txn_max(&self) -> Duration {
+        Duration::from_millis(self.txn_max_ms)
     }
 
     /// Transactional mode: transactions of [`ProduceBench::txn_records`] records (fewer when
     /// [`ProduceBench::txn_max_ms`] passes first), each committed as the sink commits. A
     /// transaction that fails is aborted (within a few seconds) before the error is returned,
     /// so it holds no reader of the topic back. Returns the transactions committed.
-    fn write_transactions(&self, producer: &mut SinkProducer, value: &[u8]) -> Result<u64> {
+    fn write_transactions(
+        &self,
+        producer: &mut SinkProducer,
+        value: &[u8],
+        sealer: Option<&Sealer>,
+    ) -> Result<u64> {
         let mut key = String::with_capacity(32);
         let (mut written, mut transactions) = (0u64, 0u64);
         while written < self.records {
@@ -278,12 +347,23 @@ impl ProduceBench {
                 .inner
                 .begin_transaction()
                 .map_err(|e| producer.classify("begin_transaction", &e))?;
-            producer.tag = Some(Tag::txn_value(PIPELINE, transactions + 1, new_attempt()));
+            let attempt = new_attempt();
+            self.tag(producer, transactions + 1, attempt);
+            producer.take_written();
             if let Err(e) = self.fill_and_commit(producer, &mut written, &mut key, value) {
                 let _ = txn::abort(producer, txn::abort_wait(TRANSACTION_TIMEOUT_MS));
                 return Err(e);
             }
             transactions += 1;
+            if let Some(sealer) = sealer {
+                let own = Tag {
+                    pipeline: PIPELINE.to_string(),
+                    txn: Some(transactions),
+                    attempt: Some(attempt),
+                };
+                let wait = seal::deadline(TRANSACTION_TIMEOUT_MS);
+                sealer.verify(&producer.take_written(), &own, wait, &producer.stop)?;
+            }
         }
         Ok(transactions)
     }
@@ -298,7 +378,7 @@ impl ProduceBench {
         key: &mut String,
         value: &[u8],
     ) -> Result<()> {
-        let txn_max = Duration::from_millis(self.txn_max_ms);
+        let txn_max = self.txn_max();
         let opened = Instant::now();
         let mut in_txn = 0u64;
         while *written < self.records {
@@ -396,6 +476,9 @@ mod tests {
             txn_records: 5,
             txn_max_ms: 100,
             transactional: true,
+            batched: false,
+            header: true,
+            check_markers: true,
             properties,
         }
     }
@@ -437,6 +520,15 @@ bootstrap_servers = "127.0.0.1:9092"
             .unwrap_err()
             .to_string()
             .contains("--txn-records"));
+        let batched_txn = ProduceBench {
+            batched: true,
+            ..bench(Vec::new())
+        };
+        assert!(batched_txn
+            .run()
+            .unwrap_err()
+            .to_string()
+            .contains("--batched applies to --idempotent only"));
     }
 
     #[test]

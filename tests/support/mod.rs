@@ -195,6 +195,26 @@ pub fn unique(prefix: &str) -> String {
     format!("{prefix}_{:x}", n & 0xffff_ffff)
 }
 
+/// Creates `name` on the test bed's Kafka with `partitions` partitions, one replica and the
+/// topic settings `config`; panics when it cannot.
+pub fn create_topic(name: &str, partitions: i32, config: &[(&str, &str)]) {
+    use rdkafka::admin::{AdminClient, AdminOptions, NewTopic, TopicReplication};
+    use rdkafka::client::DefaultClientContext;
+    let admin: AdminClient<DefaultClientContext> = rdkafka::config::ClientConfig::new()
+        .set("bootstrap.servers", KAFKA)
+        .create()
+        .expect("admin");
+    let mut topic = NewTopic::new(name, partitions, TopicReplication::Fixed(1));
+    for (k, v) in config {
+        topic = topic.set(k, v);
+    }
+    let res = futures_executor::block_on(admin.create_topics([&topic], &AdminOptions::new()))
+        .expect("create topics");
+    for r in res {
+        r.unwrap_or_else(|(t, e)| panic!("create topic {t}: {e}"));
+    }
+}
+
 /// A free TCP port on 127.0.0.1 that something will listen on later, or again after a restart
 /// (sluice's API across SIGKILLs, a server that comes up late). Chosen below the kernel's
 /// ephemeral range: a port from that range, once released, can be taken meanwhile as the local
