@@ -409,6 +409,12 @@ peer_report() { # rounds
     b=$(awk -F'|' -v r="$rate" '$1 == r && $2 == "sluice" {print $5}' "$work/peer_lat")
     v=n/a
     [[ $a =~ ^[0-9.]+$ && $b =~ ^[0-9.]+$ ]] && v="$(calc "$a / $b" 1)×"
+    # A rate whose lag grew without bound has no latency to compare: say who fell behind.
+    for sys in debezium sluice; do
+      if [[ $(awk -F'|' -v r="$rate" -v s="$sys" '$1 == r && $2 == s {print $8}' "$work/peer_lat") == false ]]; then
+        v="$v ($sys fell behind: its lag grew without bound, its p99 is the backlog's age)"
+      fi
+    done
     echo "| latency p99 at $rate rows/s, Debezium / sluice | $v | ≥ 5 |"
   done
   if [[ -s $work/peer_lat ]]; then
