@@ -15,11 +15,12 @@
 //! primary key `id`), no offset record in each transaction. Without the check the next
 //! transaction's first records usually reach the coordinator before it has completed the
 //! commit: it answers `CONCURRENT_TRANSACTIONS` and librdkafka retries after a fixed 20 ms,
-//! about half the transactions on the test bed; the sink never meets that wait. The idempotent mode is sluice's at-least-once producer
-//! (idempotent, `acks=all`, no header): every record produced, then one wait for all
-//! acknowledgements; `--batched`, a wait after every batch of a transaction's size as well
-//! (at-least-once's cadence: it waits for every acknowledgement before each offset record).
-//! `--header` puts the transaction header on (or takes it off) every record whatever the
+//! about half the transactions on the test bed; the sink never meets that wait.
+//!
+//! The idempotent mode is sluice's at-least-once producer (idempotent, `acks=all`, no
+//! header): every record produced, then one wait for all acknowledgements; `--batched`, a
+//! wait after every batch of a transaction's size as well (at-least-once's cadence: it waits
+//! for every acknowledgement before each offset record). `--header` puts the transaction header on (or takes it off) every record whatever the
 //! mode: with the two, the difference between the modes splits into the header, the waits
 //! and the transaction protocol (`BENCH_PRODUCE_SPLIT=1 ./scripts/bench`).
 //!
@@ -240,11 +241,12 @@ impl ProduceBench {
                 .inner
                 .init_transactions(Duration::from_millis(TRANSACTION_TIMEOUT_MS))
                 .map_err(|e| producer.classify("init_transactions", &e))?;
-            let (started, cpu) = (Instant::now(), cpu_seconds());
+            // The marker checker's consumers are made before the clock starts.
             let sealer = self
                 .check_markers
                 .then(|| Sealer::new(&base, &self.topic))
                 .transpose()?;
+            let (started, cpu) = (Instant::now(), cpu_seconds());
             let transactions = self.write_transactions(&mut producer, &value, sealer.as_ref())?;
             (started, cpu, transactions, transactions)
         } else {
