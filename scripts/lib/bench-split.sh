@@ -28,26 +28,17 @@ split_variants=("idempotent|--idempotent" "batched|--idempotent --batched"
   "transactional, no header|--header false" "transactional|"
   "transactional, markers not checked|--check-markers false")
 
-split_topic() { # name
-  scripts/lib/kafka-run-class org.apache.kafka.tools.TopicCommand --bootstrap-server 127.0.0.1:9092 \
-    --create --topic "$1" --partitions 1 --replication-factor 1 >/dev/null 2>&1
-}
-split_topics_delete() {
-  scripts/lib/kafka-run-class org.apache.kafka.tools.TopicCommand --bootstrap-server 127.0.0.1:9092 \
-    --delete --topic "$split_prefix.*" >/dev/null 2>&1 || true
-}
-
 split_main() {
   local repeat=${BENCH_REPEAT:-5} bytes=${BENCH_VALUE_BYTES:-725} round k label flags out topic
   local rate cpu
   split_prefix="split_$(date +%s)"
-  trap split_topics_delete EXIT
+  trap 'bench_topics_delete "$split_prefix.*"' EXIT
   : >"$work/split"
   for ((round = 1; round <= repeat; round++)); do
     for ((k = 0; k < ${#split_variants[@]}; k++)); do
       label=${split_variants[k]%%|*} flags=${split_variants[k]#*|}
       topic="${split_prefix}_${round}_$k"
-      split_topic "$topic"
+      bench_topic_create "$topic"
       # shellcheck disable=SC2086 # the flags are words
       out=$("$bin" bench-produce --topic "$topic" --records "$rows" --value-bytes "$bytes" $flags \
         2>>"$work/split.err") || { echo "   $label: failed:"; tail -3 "$work/split.err"; exit 1; }
