@@ -110,6 +110,11 @@ impl<T> Permit<'_, T> {
 }
 
 impl<T> Receiver<T> {
+    /// No message is waiting now.
+    pub fn is_empty(&self) -> bool {
+        self.rx.is_empty()
+    }
+
     /// The next message, `None` once every sender is gone and the channel is empty. Its bytes
     /// go back to the budget as it is taken off. Cancel-safe.
     pub async fn recv(&mut self) -> Option<T> {
@@ -154,11 +159,15 @@ mod tests {
     #[tokio::test]
     async fn the_message_count_still_bounds() {
         let (tx, mut rx) = channel::<u32>(2, 1 << 20);
+        assert!(rx.is_empty());
         tx.send(1, 1).await.unwrap();
         tx.send(2, 1).await.unwrap();
+        assert!(!rx.is_empty());
         assert!(tx.reserve(1).now_or_never().is_none());
         assert_eq!(rx.recv().await, Some(1));
         assert!(tx.reserve(1).now_or_never().is_some());
+        assert_eq!(rx.recv().await, Some(2));
+        assert!(rx.is_empty());
     }
 
     #[tokio::test]

@@ -14,8 +14,9 @@ use serde::{Deserialize, Serialize};
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct CommitConfig {
-    /// Upper bound on the time between the first event of a transaction and its commit,
-    /// in milliseconds, at least 1. Default: 100.
+    /// Upper bound on the time between the first event of a transaction and the start of
+    /// its commit, in milliseconds, at least 1; for events that arrived while the previous
+    /// commit ran, counted from that commit's start. Default: 100.
     #[serde(default = "default_commit_max_ms")]
     pub max_ms: u64,
     /// Upper bound on the number of events in one transaction, at least 1.

@@ -27,6 +27,7 @@ mod counts;
 mod further_topics;
 mod heartbeat;
 pub(crate) mod identity;
+mod interval;
 pub(crate) mod login_watch;
 pub mod offsets;
 mod offsets_set;
@@ -191,6 +192,8 @@ struct Sink {
     /// A Kafka transaction is open (exactly-once) / a batch is open (at-least-once).
     kafka_open: bool,
     kafka_started: Instant,
+    /// Where `commit.max_ms` of the open transaction counts from ([`interval`]).
+    interval: interval::CommitInterval,
     kafka_records: usize,
     /// A source transaction is open: no commit may happen now.
     source_open: bool,
@@ -260,6 +263,8 @@ impl Sink {
         rt: &tokio::runtime::Handle,
     ) -> Result<()> {
         loop {
+            // A change already queued as a commit ended came in while it ran ([`interval`]).
+            self.interval.looked(|| !rx.is_empty());
             let wait = self.next_wait();
             let got = rt.block_on(async { tokio::time::timeout(wait, rx.recv()).await });
             match got {
@@ -287,8 +292,9 @@ impl Sink {
             return Duration::ZERO;
         }
         if self.kafka_open && !self.source_open {
-            return max
-                .saturating_sub(self.kafka_started.elapsed())
+            return self
+                .interval
+                .due_in(max, Instant::now())
                 .max(Duration::from_millis(1));
         }
         if !self.kafka_open && self.pending.is_some() {
@@ -300,12 +306,16 @@ impl Sink {
         Duration::from_secs(1)
     }
 
+    /// `commit.max_ms` has passed for the open transaction.
+    fn commit_due(&self) -> bool {
+        let max = Duration::from_millis(self.s.commit_max_ms);
+        self.interval.due(max, Instant::now())
+    }
+
     fn on_tick(&mut self) -> Result<()> {
         self.producer.inner.poll(Duration::ZERO);
         if self.kafka_open && !self.source_open {
-            if self.s.commit_eager
-                || self.kafka_started.elapsed() >= Duration::from_millis(self.s.commit_max_ms)
-            {
+            if self.s.commit_eager || self.commit_due() {
                 self.commit()?;
             }
         } else if !self.kafka_open
@@ -337,6 +347,7 @@ impl Sink {
         }
         self.kafka_open = true;
         self.kafka_started = Instant::now();
+        self.interval.began(self.kafka_started);
         self.kafka_records = 0;
         Ok(())
     }
@@ -393,9 +404,7 @@ impl Sink {
                 self.source_open = false;
                 self.report_read(&cp);
                 self.pending = Some(cp);
-                if self.kafka_records >= self.s.commit_max_events
-                    || self.kafka_started.elapsed() >= Duration::from_millis(self.s.commit_max_ms)
-                {
+                if self.kafka_records >= self.s.commit_max_events || self.commit_due() {
                     self.commit()?;
                 }
             }
@@ -638,6 +647,7 @@ impl Sink {
         self.kafka_open = false;
         self.pending = None;
         self.last_commit = Instant::now();
+        self.interval.committed(started);
         // The markers of every partition it wrote are there before anything else is written.
         let own = (self.committed_txn, self.attempt);
         if let Some(sealer) = self.sealer.as_ref() {

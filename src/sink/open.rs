@@ -88,6 +88,7 @@ impl Sink {
             records: Vec::with_capacity(16),
             kafka_open: false,
             kafka_started: Instant::now(),
+            interval: super::interval::CommitInterval::new(Instant::now()),
             kafka_records: 0,
             source_open: false,
             meta: TxnMeta::default(),
