@@ -345,10 +345,6 @@ impl SinkProducer {
     /// surfaces the first delivery error, if any.
     pub fn wait_delivered(&self) -> Result<()> {
         let started = Instant::now();
-        self.serve_reports();
-        if self.inner.in_flight_count() > 0 {
-            self.send_lingering();
-        }
         loop {
             self.serve_reports();
             if self.inner.in_flight_count() == 0 {
@@ -365,22 +361,6 @@ impl SinkProducer {
             self.wakeup.wait(REPORT_WAIT);
         }
         self.check_errors()
-    }
-
-    /// Asks librdkafka to send the batches `linger.ms` is holding back now instead of when
-    /// their linger ends: the commit waits for every acknowledgement, so the last batch's
-    /// linger (5 ms by default) and the offset record's were part of every commit's time.
-    /// `rd_kafka_flush` raises the producer's "flushing" flag (linger counts as over) for as
-    /// long as it runs and wakes the broker threads; in the event mode the delivery reports
-    /// use here it waits for them to be served, which only this thread does, so it is given
-    /// 1 ms: a broker thread woken within it sends at once, one woken later lingers as before.
-    /// Its outcome says nothing (the reports are still queued): the wait that follows counts.
-    fn send_lingering(&self) {
-        // SAFETY: the producer's handle is valid for as long as `self.inner` lives; flush
-        // takes no ownership and only waits.
-        unsafe {
-            rdkafka::bindings::rd_kafka_flush(self.inner.client().native_ptr(), 1);
-        }
     }
 
     /// Classifies an error of this producer. A fatal producer error wins: librdkafka reports
