@@ -110,6 +110,12 @@ impl<T> Permit<'_, T> {
 }
 
 impl<T> Receiver<T> {
+    /// The next message if one is waiting now (`None`: none, or every sender is gone; the
+    /// bytes go back as with [`Receiver::recv`]).
+    pub fn try_recv(&mut self) -> Option<T> {
+        self.rx.try_recv().ok().map(|s| s.msg)
+    }
+
     /// No message is waiting now.
     pub fn is_empty(&self) -> bool {
         self.rx.is_empty()
@@ -166,8 +172,13 @@ mod tests {
         assert!(tx.reserve(1).now_or_never().is_none());
         assert_eq!(rx.recv().await, Some(1));
         assert!(tx.reserve(1).now_or_never().is_some());
-        assert_eq!(rx.recv().await, Some(2));
+        assert_eq!(rx.try_recv(), Some(2));
         assert!(rx.is_empty());
+        assert_eq!(rx.try_recv(), None);
+        assert!(
+            tx.reserve(2).now_or_never().is_some(),
+            "its slot is free again"
+        );
     }
 
     #[tokio::test]

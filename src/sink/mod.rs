@@ -265,8 +265,15 @@ impl Sink {
         loop {
             // A change already queued as a commit ended came in while it ran ([`interval`]).
             self.interval.looked(|| !rx.is_empty());
-            let wait = self.next_wait();
-            let got = rt.block_on(async { tokio::time::timeout(wait, rx.recv()).await });
+            // A change already waiting is taken without a timer (one per change cost the
+            // clock reads and the timer wheel's work of every change).
+            let got = match rx.try_recv() {
+                Some(change) => Ok(Some(change)),
+                None => {
+                    let wait = self.next_wait();
+                    rt.block_on(async { tokio::time::timeout(wait, rx.recv()).await })
+                }
+            };
             match got {
                 Err(_elapsed) => self.on_tick()?,
                 Ok(None) => return self.finish(),

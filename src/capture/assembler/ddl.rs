@@ -98,7 +98,7 @@ impl Assembler {
                 return Ok(());
             }
         };
-        let at = self.at(start_pos);
+        let at = self.at(start_pos).to_string();
         let mut events = Vec::new();
         for change in changes {
             self.apply_ddl(change, text, &at, &mut events)?;

@@ -14,7 +14,7 @@ use crate::error::{Error, Result};
 use crate::pipeline::Change;
 use crate::position::{FilePos, Gtid, Uuid16};
 
-use super::{Assembler, PendingGtid, XaReplay};
+use super::{Assembler, At, PendingGtid, XaReplay};
 
 impl Assembler {
     /// Handles one event of the replication stream, appending the resulting changes to `out`.
@@ -45,7 +45,7 @@ impl Assembler {
         let start = log_pos.saturating_sub(u64::from(hdr.event_size()));
         // Inner events carry log_pos 0: the payload's end stands for all of them.
         self.payload_end = log_pos;
-        PayloadReader::open(ev, self.at(start), self.max_event_bytes)
+        PayloadReader::open(ev, self.at(start).to_string(), self.max_event_bytes)
     }
 
     /// Handles one inner event of a TRANSACTION_PAYLOAD.
@@ -65,8 +65,18 @@ impl Assembler {
             self.tracker.pos
         };
         let data = ev.data();
-        let at = self.at(start_pos);
-        let definite = |what: String| Error::definite(format!("{what} at {at}"));
+        // A definite error naming where the event starts, written out only when one is made
+        // (and borrowing the file name only then: handlers change the tracker meanwhile).
+        macro_rules! definite {
+            ($what:expr $(,)?) => {{
+                let what: String = $what;
+                let at = At {
+                    file: &self.tracker.file,
+                    pos: start_pos,
+                };
+                Error::definite(format!("{what} at {at}"))
+            }};
+        }
 
         match etype {
             types::ROTATE => {
@@ -83,7 +93,7 @@ impl Assembler {
                     data.to_vec()
                 };
                 if body.len() < 8 {
-                    return Err(definite("malformed ROTATE event".into()));
+                    return Err(definite!("malformed ROTATE event".into()));
                 }
                 let mut p = [0u8; 8];
                 p.copy_from_slice(&body[..8]);
@@ -107,7 +117,7 @@ impl Assembler {
             types::GTID => {
                 let g: GtidEvent = ev
                     .read_event()
-                    .map_err(|e| definite(format!("malformed GTID event: {e}")))?;
+                    .map_err(|e| definite!(format!("malformed GTID event: {e}")))?;
                 self.pending_gtid = Some(PendingGtid::Mysql(Uuid16(g.sid()), None, g.gno()));
                 let commit_us = events::commit_time_us(g.original_commit_timestamp());
                 self.open_pending(hdr.timestamp(), commit_us, hdr.server_id(), start_pos);
@@ -123,18 +133,18 @@ impl Assembler {
                 self.open_pending(hdr.timestamp(), commit_us, hdr.server_id(), start_pos);
             }
             types::GTID_TAGGED => {
-                let g = events::parse_gtid_tagged(data).map_err(|e| definite(e.to_string()))?;
+                let g = events::parse_gtid_tagged(data).map_err(|e| definite!(e.to_string()))?;
                 // Validates the tag (`[a-z_][a-z0-9_]{0,31}`) and the gno range up front, so
                 // the tracker can always add it.
                 let gtid = Gtid::new(Uuid16(g.uuid), g.tag.as_deref(), g.gno)
-                    .map_err(|e| definite(format!("tagged GTID event: {e}")))?;
+                    .map_err(|e| definite!(format!("tagged GTID event: {e}")))?;
                 self.pending_gtid = Some(PendingGtid::Mysql(gtid.uuid, gtid.tag, gtid.gno));
                 let commit_us = events::commit_time_us(g.original_commit_us);
                 self.open_pending(hdr.timestamp(), commit_us, hdr.server_id(), start_pos);
             }
             types::MARIA_GTID => {
                 let g = events::parse_maria_gtid(data, hdr.server_id())
-                    .map_err(|e| definite(e.to_string()))?;
+                    .map_err(|e| definite!(e.to_string()))?;
                 self.pending_gtid = Some(PendingGtid::Maria(g.gtid));
                 self.open_pending(hdr.timestamp(), None, hdr.server_id(), start_pos);
                 if matches!(g.alter, AlterPhase::Start | AlterPhase::Rollback(_)) {
@@ -151,7 +161,7 @@ impl Assembler {
             }
             types::MARIA_GTID_LIST => {
                 let list =
-                    events::parse_maria_gtid_list(data).map_err(|e| definite(e.to_string()))?;
+                    events::parse_maria_gtid_list(data).map_err(|e| definite!(e.to_string()))?;
                 if self.tracker.mariadb.is_none() && self.tracker.mysql.is_none() {
                     self.tracker.mariadb = Some(list);
                 }
@@ -159,10 +169,10 @@ impl Assembler {
             types::QUERY | types::MARIA_QUERY_COMPRESSED => {
                 let q: QueryEvent = ev
                     .read_event()
-                    .map_err(|e| definite(format!("malformed QUERY event: {e}")))?;
+                    .map_err(|e| definite!(format!("malformed QUERY event: {e}")))?;
                 let text = if etype == types::MARIA_QUERY_COMPRESSED {
                     let raw = events::maria_uncompress(q.query_raw(), self.max_event_bytes)
-                        .map_err(|e| definite(e.to_string()))?;
+                        .map_err(|e| definite!(e.to_string()))?;
                     String::from_utf8_lossy(&raw).into_owned()
                 } else {
                     q.query().into_owned()
@@ -202,7 +212,7 @@ impl Assembler {
                         XaStatement::End | XaStatement::Other => {}
                         XaStatement::Commit(xid) => {
                             if self.replay_mode {
-                                return Err(definite(format!(
+                                return Err(definite!(format!(
                                     "reading prepared XA group again: found `XA COMMIT {xid}` \
                                      before its XA_PREPARE"
                                 )));
@@ -210,7 +220,7 @@ impl Assembler {
                             match self.tracker.xa_prepared.remove(&xid) {
                                 Some(at) => {
                                     let from: FilePos = at.parse().map_err(|e| {
-                                        definite(format!("prepared XA {xid} at {at:?}: {e}"))
+                                        definite!(format!("prepared XA {xid} at {at:?}: {e}"))
                                     })?;
                                     self.replay = Some(XaReplay { xid, from });
                                     // The group commits in finish_replay, after its rows.
@@ -256,11 +266,11 @@ impl Assembler {
                 return Ok(());
             }
             types::XA_PREPARE => {
-                let xp = events::parse_xa_prepare(data).map_err(|e| definite(e.to_string()))?;
+                let xp = events::parse_xa_prepare(data).map_err(|e| definite!(e.to_string()))?;
                 self.advance(log_pos);
                 if self.replay_mode {
                     if xp.xid != self.replay_xid {
-                        return Err(definite(format!(
+                        return Err(definite!(format!(
                             "reading the prepared XA transaction {} again from its recorded start \
                              found, ending at {}:{}, the XA_PREPARE of {} instead: the binlog at that \
                              position is not the one the offset was read from (a failover to \
@@ -275,7 +285,7 @@ impl Assembler {
                     return Ok(());
                 }
                 let Some(t) = self.txn.as_ref() else {
-                    return Err(definite(format!(
+                    return Err(definite!(format!(
                         "XA_PREPARE of {} without its group",
                         xp.xid
                     )));
@@ -297,7 +307,7 @@ impl Assembler {
                 return Ok(());
             }
             types::TRANSACTION_PAYLOAD => {
-                return Err(definite(
+                return Err(definite!(
                     "TRANSACTION_PAYLOAD event where none can be (inside a payload)".into(),
                 ))
             }
@@ -309,7 +319,7 @@ impl Assembler {
                 return Ok(());
             }
             types::MARIA_START_ENCRYPTION => {
-                return Err(definite(
+                return Err(definite!(
                     "the binlog is encrypted (START_ENCRYPTION event): sluice cannot read \
                      encrypted binlogs; disable `encrypt_binlog` on the source"
                         .into(),
@@ -327,7 +337,7 @@ impl Assembler {
             | types::MARIA_ANNOTATE_ROWS
             | types::MARIA_BINLOG_CHECKPOINT => {}
             other => {
-                return Err(definite(format!(
+                return Err(definite!(format!(
                     "unknown binlog event type {other} ({} bytes); sluice does not skip events \
                      it does not understand — please report the server version",
                     size

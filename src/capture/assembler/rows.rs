@@ -40,7 +40,10 @@ impl Assembler {
         let Some((ctx, decoder)) = &entry.route else {
             return Ok(());
         };
-        let at = self.at(start_pos);
+        let at = super::At {
+            file: &self.tracker.file,
+            pos: start_pos,
+        };
         let Some(txn) = self.txn.as_mut() else {
             return Err(Error::definite(format!(
                 "rows event outside a transaction at {at}"
