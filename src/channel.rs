@@ -1,4 +1,5 @@
-//! The source → sink channel, bounded by message count *and* by bytes.
+//! The source → sink channel, bounded by message count *and* by bytes; [`BatchReceiver`]
+//! gives out a channel of batches one item at a time.
 //!
 //! Invariant: the messages in the channel hold at most `max_bytes` (as their senders sized
 //! them) and at most `capacity` messages, except that a message larger than the whole byte
@@ -128,6 +129,53 @@ impl<T> Receiver<T> {
     }
 }
 
+/// The receiving half of a channel of batches (`Vec<T>`), giving out one item at a time: the
+/// sender puts what it has at hand into one message, so the receiver is woken once per batch
+/// instead of once per item. Items come out in the order they were put in.
+///
+/// Cancel safety: [`BatchReceiver::recv`] only awaits [`Receiver::recv`] (cancel-safe); the
+/// batch it takes is stored before the first item is handed out, synchronously.
+pub struct BatchReceiver<T> {
+    rx: Receiver<Vec<T>>,
+    /// What is left of the batch taken last.
+    batch: std::vec::IntoIter<T>,
+}
+
+impl<T> BatchReceiver<T> {
+    /// Gives out the items of `rx`'s batches one at a time.
+    pub fn new(rx: Receiver<Vec<T>>) -> Self {
+        Self {
+            rx,
+            batch: Vec::new().into_iter(),
+        }
+    }
+
+    /// The next item if one is at hand now (the rest of a batch, or a batch waiting).
+    pub fn try_recv(&mut self) -> Option<T> {
+        loop {
+            if let Some(item) = self.batch.next() {
+                return Some(item);
+            }
+            self.batch = self.rx.try_recv()?.into_iter();
+        }
+    }
+
+    /// No item is at hand now.
+    pub fn is_empty(&self) -> bool {
+        self.batch.len() == 0 && self.rx.is_empty()
+    }
+
+    /// The next item, `None` once every sender is gone and everything was taken. Cancel-safe.
+    pub async fn recv(&mut self) -> Option<T> {
+        loop {
+            if let Some(item) = self.batch.next() {
+                return Some(item);
+            }
+            self.batch = self.rx.recv().await?.into_iter();
+        }
+    }
+}
+
 impl<T> Drop for Receiver<T> {
     fn drop(&mut self) {
         // A sender waiting for bytes learns at once that nobody will take its message.
@@ -223,6 +271,44 @@ mod tests {
         drop(rx);
         assert!(matches!(waiting.await, Err(Closed)));
         assert_eq!(tx.send(2, 1).await, Err(Closed));
+    }
+
+    #[tokio::test]
+    async fn batches_come_out_one_item_at_a_time_in_order() {
+        let (tx, rx) = channel::<Vec<u32>>(4, 1 << 10);
+        let mut rx = BatchReceiver::new(rx);
+        assert!(rx.is_empty());
+        assert_eq!(rx.try_recv(), None);
+        tx.send(vec![1, 2], 2).await.unwrap();
+        tx.send(Vec::new(), 1).await.unwrap();
+        tx.send(vec![3], 1).await.unwrap();
+        assert!(!rx.is_empty());
+        assert_eq!(rx.try_recv(), Some(1));
+        assert!(!rx.is_empty(), "the rest of the batch is at hand");
+        assert_eq!(
+            tx.free_bytes(),
+            1024 - 2,
+            "the batch taken gave its bytes back"
+        );
+        assert_eq!(rx.recv().await, Some(2));
+        assert_eq!(rx.try_recv(), Some(3), "an empty batch is passed over");
+        assert!(rx.is_empty());
+        drop(tx);
+        assert_eq!(rx.recv().await, None);
+    }
+
+    #[tokio::test]
+    async fn a_dropped_batch_recv_loses_nothing() {
+        let (tx, rx) = channel::<Vec<u32>>(4, 1 << 10);
+        let mut rx = BatchReceiver::new(rx);
+        {
+            // Pending (nothing sent yet), then dropped as a `select!` drops a losing branch.
+            let mut pending = Box::pin(rx.recv());
+            assert!((&mut pending).now_or_never().is_none());
+        }
+        tx.send(vec![7, 8], 2).await.unwrap();
+        assert_eq!(rx.recv().await, Some(7));
+        assert_eq!(rx.recv().await, Some(8));
     }
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -1,9 +1,11 @@
 //! What flows between the stages: whole source transactions, cut into bounded messages.
 //!
 //! The source sends, per source transaction, `Begin`, any number of `Rows` (one binlog rows
-//! event each, so a message is small whatever the transaction's size), then `Commit` carrying
-//! the position *after* the transaction. The channel is bounded: when the sink is slow, the
-//! source waits, so memory does not grow with transaction size or backlog.
+//! event each, so a change is small whatever the transaction's size), then `Commit` carrying
+//! the position *after* the transaction. Consecutive changes travel in batches (what the
+//! source had at hand before it would wait for the binlog, bounded by count and bytes), so
+//! the sink is woken once per batch. The channel is bounded: when the sink is slow, the source
+//! waits, so memory does not grow with transaction size or backlog.
 //!
 //! Positions only travel on `Commit` (and `Progress` for binlog stretches without included
 //! rows): the sink can therefore only ever record a source commit boundary as its offset.
@@ -14,15 +16,31 @@ pub use crate::encode::table_ctx::{route_key_idx, TableCtx};
 pub use crate::model::{Checkpoint, HistoryUpdate, SchemaEvent, TxnMeta};
 use crate::model::{ReadMarks, RowImage, RowsKind};
 
-/// Capacity of the source → sink channel, in messages (one rows event or boundary each). The
-/// channel is also bounded by bytes: `source.channel_max_bytes` of [`Change::approx_bytes`].
+/// Capacity of the source → sink channel, in messages (one batch of changes each: what the
+/// source had at hand, see `capture::send::Outbox`). The channel is also bounded by bytes:
+/// `source.channel_max_bytes` of [`Change::approx_bytes`].
 pub const CHANNEL_CAPACITY: usize = 256;
 
-/// The source → sink channel's sending half.
-pub type ChangeSender = crate::channel::Sender<Change>;
+/// Most changes in one message of the source → sink channel.
+pub const BATCH_MAX_CHANGES: usize = 256;
 
-/// The source → sink channel's receiving half.
-pub type ChangeReceiver = crate::channel::Receiver<Change>;
+/// Most bytes ([`Change::approx_bytes`]) in one message of the source → sink channel: an
+/// eighth of `source.channel_max_bytes`, at most 1 MiB (a single larger change goes alone).
+pub fn batch_max_bytes(channel_max_bytes: usize) -> usize {
+    (channel_max_bytes / 8).clamp(1, 1 << 20)
+}
+
+/// The source → sink channel's sending half (batches of changes).
+pub type ChangeSender = crate::channel::Sender<Vec<Change>>;
+
+/// The source → sink channel's receiving half, giving out one change at a time.
+pub type ChangeReceiver = crate::channel::BatchReceiver<Change>;
+
+/// The source → sink channel: [`CHANNEL_CAPACITY`] batches, `channel_max_bytes` bytes.
+pub fn change_channel(channel_max_bytes: u64) -> (ChangeSender, ChangeReceiver) {
+    let (tx, rx) = crate::channel::channel(CHANNEL_CAPACITY, channel_max_bytes);
+    (tx, crate::channel::BatchReceiver::new(rx))
+}
 
 /// One message from the source stage to the sink.
 #[derive(Debug)]

@@ -9,7 +9,6 @@ use crate::error::{Error, ErrorKind, Result};
 use crate::metrics;
 use crate::mysql::preflight;
 use crate::mysql::server;
-use crate::pipeline::CHANNEL_CAPACITY;
 use crate::position::StartSpec;
 use crate::shutdown::{self, ShutdownClock};
 use crate::sink::{self, SinkStats};
@@ -64,7 +63,7 @@ pub(super) async fn attempt(run: &Running<'_>, shutdown: watch::Receiver<bool>) 
         shutdown: _,
         timeline,
     } = *run;
-    let (tx, rx) = crate::channel::channel(CHANNEL_CAPACITY, cfg.source.channel_max_bytes);
+    let (tx, rx) = crate::pipeline::change_channel(cfg.source.channel_max_bytes);
     let mut settings = sink_settings(cfg);
     settings.shutdown = clock.clone();
     settings.startup = timeline.clone();

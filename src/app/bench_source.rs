@@ -22,7 +22,7 @@ use crate::encode::json::JsonEncoder;
 use crate::error::{Error, Result};
 use crate::model::TxnMeta;
 use crate::mysql::server;
-use crate::pipeline::{Change, ChangeReceiver, CHANNEL_CAPACITY};
+use crate::pipeline::{Change, ChangeReceiver};
 
 use super::settings::start_spec;
 
@@ -77,7 +77,7 @@ pub async fn bench_source(cfg: &Config, rows: u64, max: Duration) -> Result<Sour
     let resume = super::attempt::resume_point(&mut conn, &info, &router, None, &start).await?;
     drop(conn);
     let settings = super::attempt::source_settings(cfg, connect, &router, None);
-    let (tx, rx) = crate::channel::channel(CHANNEL_CAPACITY, cfg.source.channel_max_bytes);
+    let (tx, rx) = crate::pipeline::change_channel(cfg.source.channel_max_bytes);
     let (stop_tx, stop_rx) = watch::channel(false);
     let rt = tokio::runtime::Handle::current();
     let name = cfg.name.clone();

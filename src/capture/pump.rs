@@ -17,11 +17,13 @@ use crate::mysql::binlog_errors;
 use crate::mysql::replication::{self, Replication};
 use crate::mysql::server::{Flavor, ServerInfo};
 use crate::pipeline::{Change, ChangeSender, HistoryUpdate, SchemaEvent};
+
 use crate::schema::tracked::TableDef;
 use crate::snapshot::coordinator::Snapshotter;
+use futures_util::FutureExt;
 
 use super::assembler::{Assembler, SkipSet};
-use super::send::{observed_send, send_or_stop};
+use super::send::Outbox;
 use super::settings::SourceSettings;
 use super::start::{dump_sids, DumpRequest, ResumePoint};
 use super::tracker::Tracker;
@@ -67,7 +69,7 @@ pub async fn run(
         info,
         asm,
         snap,
-        tx,
+        outbox: Outbox::new(tx),
         shutdown,
         out: Vec::with_capacity(8),
     };
@@ -81,7 +83,30 @@ pub async fn run(
     if pump.snap.is_some() && pump.snapshot_step().await? == Flow::Stop {
         return Ok(());
     }
+    // Events taken since the last wait (bounds how long a stream that is never idle keeps
+    // shutdown, snapshot results and commands waiting).
+    let mut unwaited = 0usize;
     loop {
+        if !pump.outbox.is_empty() {
+            // Changes wait to be sent. The next event, if the stream already has it, joins
+            // their batch without a wait: polled once, a `next_event` that has to wait for
+            // the socket is dropped, which loses nothing (it keeps any partial packet in the
+            // connection, see below). Else the batch goes to the sink before anything waits.
+            if unwaited < MAX_UNWAITED_EVENTS {
+                if let Some(n) = stream.next_event().now_or_never() {
+                    unwaited += 1;
+                    let ev = event_or_error(Ok(n), pump.asm.tracker(), silence, &resume.request)?;
+                    if pump.on_event(&ev).await? == Flow::Stop {
+                        return Ok(());
+                    }
+                    continue;
+                }
+            }
+            if !pump.outbox.flush_or_stop(&mut pump.shutdown).await {
+                return Ok(());
+            }
+        }
+        unwaited = 0;
         // Cancel safety: whichever branch wins, the others' futures are dropped, and each
         // loses nothing then. `watch::Receiver::changed`, `mpsc::Receiver::recv` (the snapshot
         // pool's results behind `next_snapshot_result`, the API's commands) are cancel-safe
@@ -113,6 +138,10 @@ pub async fn run(
         }
     }
 }
+
+/// Most events taken from the stream, while changes wait to be sent, before the loop waits
+/// (and looks at shutdown, snapshot results and commands) again.
+const MAX_UNWAITED_EVENTS: usize = 1024;
 
 /// Opens the replication connection and asks for the binlog from `request` on.
 async fn open_stream(
@@ -249,8 +278,8 @@ struct Pump<'a> {
     asm: Assembler,
     /// The snapshot in progress, if any.
     snap: Option<Snapshotter>,
-    /// The source → sink channel.
-    tx: ChangeSender,
+    /// The changes on their way to the sink, gathered into the channel's batches.
+    outbox: Outbox,
     /// Set when the pipeline stops.
     shutdown: watch::Receiver<bool>,
     /// The changes of the event at hand, not sent yet.
@@ -284,7 +313,9 @@ impl Pump<'_> {
             Change::Progress(self.asm.tracker().checkpoint(crate::model::clock::now_ms())),
         ];
         for change in seed {
-            if observed_send(&self.tx, &mut self.snap, change)
+            if self
+                .outbox
+                .observed_send(&mut self.snap, change)
                 .await
                 .is_err()
             {
@@ -309,9 +340,12 @@ impl Pump<'_> {
         // It commits with the next checkpoint: send one now, then answer (a dropped
         // reply tells the caller the pipeline stopped).
         let change = Change::Progress(self.asm.tracker().checkpoint(crate::model::clock::now_ms()));
-        if observed_send(&self.tx, &mut self.snap, change)
+        if self
+            .outbox
+            .observed_send(&mut self.snap, change)
             .await
             .is_err()
+            || self.outbox.flush().await.is_err()
         {
             return Ok(Flow::Stop);
         }
@@ -369,7 +403,7 @@ impl Pump<'_> {
         }
         if let Some(changes) = s.try_emit(self.asm.tracker())? {
             for change in changes {
-                if !send_or_stop(&self.tx, &mut self.shutdown, change).await {
+                if !self.outbox.send_or_stop(&mut self.shutdown, change).await {
                     return Ok(Flow::Stop);
                 }
             }
@@ -378,6 +412,8 @@ impl Pump<'_> {
             let stop = s.then_stop();
             tracing::info!(stop, "snapshot finished");
             if stop {
+                // Everything read goes to the sink before the stream ends.
+                self.outbox.flush_or_stop(&mut self.shutdown).await;
                 return Ok(Flow::Stop);
             }
         }
@@ -389,7 +425,9 @@ impl Pump<'_> {
     async fn forward(&mut self, ts: u32) -> Result<Flow> {
         if let Some(replay) = self.asm.take_replay() {
             for change in self.out.drain(..) {
-                if observed_send(&self.tx, &mut self.snap, change)
+                if self
+                    .outbox
+                    .observed_send(&mut self.snap, change)
                     .await
                     .is_err()
                 {
@@ -402,7 +440,7 @@ impl Pump<'_> {
                 self.info,
                 &replay,
                 defs,
-                &self.tx,
+                &mut self.outbox,
                 &mut self.snap,
             )
             .await?;
@@ -415,7 +453,7 @@ impl Pump<'_> {
             if let Some(s) = self.snap.as_mut() {
                 s.observe(&mut change);
             }
-            if !send_or_stop(&self.tx, &mut self.shutdown, change).await {
+            if !self.outbox.send_or_stop(&mut self.shutdown, change).await {
                 return Ok(Flow::Stop);
             }
         }

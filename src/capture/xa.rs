@@ -12,12 +12,12 @@ use std::time::Duration;
 use crate::error::{mysql_error, Error, Result};
 use crate::mysql::replication::{self, Replication};
 use crate::mysql::server::{Flavor, ServerInfo};
-use crate::pipeline::{Change, ChangeSender};
+use crate::pipeline::Change;
 use crate::schema::tracked::TableDef;
 use crate::snapshot::coordinator::Snapshotter;
 
 use super::assembler::{Assembler, XaReplay};
-use super::send::observed_send;
+use super::send::Outbox;
 use super::settings::SourceSettings;
 
 pub use crate::config::replay_server_id;
@@ -31,7 +31,7 @@ pub(super) async fn replay_xa(
     info: &ServerInfo,
     r: &XaReplay,
     defs: Vec<TableDef>,
-    tx: &ChangeSender,
+    outbox: &mut Outbox,
     snap: &mut Option<Snapshotter>,
 ) -> Result<bool> {
     tracing::info!(xid = %r.xid, from = %r.from, "XA COMMIT: reading the prepared transaction again");
@@ -81,7 +81,7 @@ pub(super) async fn replay_xa(
         asm.on_event(&ev, &mut out)?;
         for change in out.drain(..) {
             sent_begin |= matches!(change, Change::Begin(_));
-            if observed_send(tx, snap, change).await.is_err() {
+            if outbox.observed_send(snap, change).await.is_err() {
                 return Err(Error::transient("the sink stopped during an XA replay"));
             }
         }

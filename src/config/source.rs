@@ -102,9 +102,9 @@ pub struct SourceConfig {
     /// position. Default: 1073741824 (1 GiB, the server's own `max_allowed_packet` ceiling).
     #[serde(default = "limits::default_max_event_bytes")]
     pub max_event_bytes: u64,
-    /// Bytes the source → sink channel holds (about the decoded size of its messages), besides
-    /// its 256 messages; a message larger than the whole budget is let through alone. Default:
-    /// 67108864 (64 MiB).
+    /// Bytes the source → sink channel holds (about the decoded size of its changes), besides
+    /// its 256 messages (batches of changes, each at most an eighth of this and 1 MiB); a rows
+    /// event larger than the whole budget is let through alone. Default: 67108864 (64 MiB).
     #[serde(default = "limits::default_channel_max_bytes")]
     pub channel_max_bytes: u64,
     /// How long a query connection (preflight, schema reads, snapshot chunks; not the binlog
