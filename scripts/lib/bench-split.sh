@@ -1,5 +1,5 @@
 # shellcheck shell=bash
-# shellcheck disable=SC2154 # the variables of scripts/bench, which sources this file (rows, work, bin)
+# shellcheck disable=SC2154 # the variables of scripts/bench, which sources this file (rows, work, bin, produce_x, compression)
 # Sourced by scripts/bench for BENCH_PRODUCE_SPLIT=1: where the difference between the two
 # delivery modes goes on the producer side, with no source and no encoding.
 #
@@ -20,7 +20,8 @@
 #                       the next transaction begins at once (its first records then usually
 #                       meet the coordinator still completing the commit: a 20 ms retry)
 # BENCH_REPEAT rounds (default 5) of the six, alternated, each on a topic of its own; medians
-# of records/s and CPU s per million records, and each step's share of the rate.
+# of records/s and CPU s per million records, and each step's share of the rate. Every variant
+# compresses with BENCH_COMPRESSION when it is set (compression.type, -X).
 # Needs only Kafka (the test bed's, up or started by scripts/bench).
 
 split_variants=("idempotent|--idempotent" "batched|--idempotent --batched"
@@ -40,7 +41,7 @@ split_main() {
       topic="${split_prefix}_${round}_$k"
       bench_topic_create "$topic"
       # shellcheck disable=SC2086 # the flags are words
-      out=$("$bin" bench-produce --topic "$topic" --records "$rows" --value-bytes "$bytes" $flags \
+      out=$("$bin" bench-produce --topic "$topic" --records "$rows" --value-bytes "$bytes" $flags "${produce_x[@]}" \
         2>>"$work/split.err") || { echo "   $label: failed:"; tail -3 "$work/split.err"; exit 1; }
       rate=$(json_field records_per_s "$out" | cut -d. -f1)
       cpu=$(calc "$(json_field cpu_s "$out") * 1000000 / $rows" 2)
@@ -60,7 +61,7 @@ split_report() { # rounds bytes
   local machine k label rate cpu base prev runs
   machine="$(nproc) cores, $(awk '/model name/ {$1=$2=$3=""; print; exit}' /proc/cpuinfo | xargs), $(free -g | awk '/Mem/ {print $2}') GiB"
   echo
-  echo "Command: \`BENCH_PRODUCE_SPLIT=1 BENCH_ROWS=$rows BENCH_REPEAT=$1 BENCH_VALUE_BYTES=$2 ./scripts/bench\`; $machine; $rows records of $2 bytes, one partition, medians of $1 alternated rounds."
+  echo "Command: \`BENCH_PRODUCE_SPLIT=1 BENCH_ROWS=$rows BENCH_REPEAT=$1 BENCH_VALUE_BYTES=$2${compression:+ BENCH_COMPRESSION=$compression} ./scripts/bench\`; $machine; $rows records of $2 bytes, one partition, compression ${compression:-not set (none)}, medians of $1 alternated rounds."
   echo
   echo "| date | variant | records/s (median) | share of the idempotent rate | change from the row above | CPU s / M records (median) | records/s per run |"
   echo "| --- | --- | --- | --- | --- | --- | --- |"
