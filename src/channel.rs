@@ -165,6 +165,11 @@ impl<T> BatchReceiver<T> {
         self.batch.len() == 0 && self.rx.is_empty()
     }
 
+    /// The rest of the batch taken last: the items that come next, to look at.
+    pub fn ahead(&self) -> &[T] {
+        self.batch.as_slice()
+    }
+
     /// The next item, `None` once every sender is gone and everything was taken. Cancel-safe.
     pub async fn recv(&mut self) -> Option<T> {
         loop {
@@ -285,6 +290,7 @@ mod tests {
         assert!(!rx.is_empty());
         assert_eq!(rx.try_recv(), Some(1));
         assert!(!rx.is_empty(), "the rest of the batch is at hand");
+        assert_eq!(rx.ahead(), &[2]);
         assert_eq!(
             tx.free_bytes(),
             1024 - 2,

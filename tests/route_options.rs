@@ -344,8 +344,111 @@ async fn eager_commits_without_waiting_for_max_ms(flavor: Flavor) {
     assert_eq!(ids, [json!(1), json!(2), json!(3)], "[{name}] {}", p.log());
 }
 
+/// Partition count of `topic` (`None`: it does not exist), from the test bed's broker.
+fn partitions_of(topic: &str) -> Option<usize> {
+    use rdkafka::consumer::{BaseConsumer, Consumer};
+    let c: BaseConsumer = rdkafka::ClientConfig::new()
+        .set("bootstrap.servers", KAFKA)
+        .create()
+        .expect("metadata client");
+    let md = c
+        .fetch_metadata(Some(topic), Duration::from_secs(10))
+        .expect("metadata");
+    md.topics()
+        .iter()
+        .find(|t| t.name() == topic && t.error().is_none())
+        .map(|t| t.partitions().len())
+}
+
+/// One source transaction touching many tables that have no topic yet: their topics are
+/// created together (one request, not one round per table), each with `kafka.partitions`,
+/// every row arrives; a table whose only operation is skipped gets no topic.
+async fn many_new_tables_get_their_topics_together(flavor: Flavor) {
+    const TABLES: usize = 40;
+    let name = flavor.name;
+    let p = Pipeline::new(flavor, "manytopics", "");
+    let db = p.db.clone();
+    p.edit_config(
+        &format!("offsets_topic = \"{}\"", p.offsets_topic),
+        &format!("offsets_topic = \"{}\"\npartitions = 2", p.offsets_topic),
+    );
+    // Inserts into `skipped` produce no records, so it must get no topic.
+    p.edit_config(
+        "[[route]]",
+        &format!(
+            "[[route]]\nmatch = '{db}\\.skipped'\ntopic = \"{db}.skipped\"\nformat = \"json\"\nskipped_operations = [\"c\"]\n\n[[route]]"
+        ),
+    );
+    let names: Vec<String> = (0..TABLES).map(|i| format!("t{i:02}")).collect();
+    let mut tables: Vec<(&str, &str)> = names
+        .iter()
+        .map(|n| (n.as_str(), "(id INT PRIMARY KEY, v INT)"))
+        .collect();
+    tables.push(("skipped", "(id INT PRIMARY KEY, v INT)"));
+    let (mut c, _child) = p.start_with(&tables).await;
+    let mut txn = vec!["BEGIN".to_string()];
+    txn.extend(
+        names
+            .iter()
+            .map(|n| format!("INSERT INTO {db}.{n} VALUES (1, 1)")),
+    );
+    txn.push(format!("INSERT INTO {db}.skipped VALUES (1, 1)"));
+    txn.push("COMMIT".to_string());
+    let sql: Vec<&str> = txn.iter().map(String::as_str).collect();
+    exec(&mut c, &sql).await;
+    let topics: Vec<String> = names.iter().map(|n| p.topic(n)).collect();
+    let recs = consume(
+        &topics,
+        "read_committed",
+        TABLES,
+        Duration::from_secs(1),
+        Duration::from_secs(60),
+    );
+    assert_eq!(recs.len(), TABLES, "[{name}] {}", p.log());
+    for t in &topics {
+        assert_eq!(partitions_of(t), Some(2), "[{name}] {t}");
+        assert_eq!(
+            recs.iter().filter(|r| &r.topic == t).count(),
+            1,
+            "[{name}] one record in {t}"
+        );
+    }
+    assert_eq!(
+        partitions_of(&p.topic("skipped")),
+        None,
+        "[{name}] {}",
+        p.log()
+    );
+    let log = p.log();
+    let created = log
+        .lines()
+        .filter(|l| l.contains("created topic") && l.contains("partitions=2"))
+        .count();
+    assert_eq!(
+        created, TABLES,
+        "[{name}] every data topic created once: {log}"
+    );
+    let grouped: usize = log
+        .lines()
+        .filter(|l| l.contains("data topics checked together"))
+        .filter_map(|l| {
+            l.split("created=")
+                .nth(1)?
+                .split_whitespace()
+                .next()?
+                .parse::<usize>()
+                .ok()
+        })
+        .sum();
+    assert!(
+        grouped > 1,
+        "[{name}] the new topics were created in groups: {log}"
+    );
+}
+
 per_flavor!(
     eager_commits_without_waiting_for_max_ms,
+    many_new_tables_get_their_topics_together,
     key_changes_carry_debeziums_headers,
     route_options_shape_and_skip_records,
     snapshot_reads_get_the_same_column_rules,

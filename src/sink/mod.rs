@@ -277,9 +277,35 @@ impl Sink {
             match got {
                 Err(_elapsed) => self.on_tick()?,
                 Ok(None) => return self.finish(),
-                Ok(Some(change)) => self.on_change(change)?,
+                Ok(Some(change)) => {
+                    self.prepare_topics(&change, rx.ahead())?;
+                    self.on_change(change)?
+                }
             }
         }
+    }
+
+    /// Before the first rows for a topic not known yet: that topic and the other unknown ones
+    /// the changes at hand write to are checked and created together (one metadata request,
+    /// one creation request, one wait for leaders), not one after the other as each one's
+    /// first rows come. Only topics about to be written are created (as ever: no topic for a
+    /// table without rows, nor for skipped operations).
+    fn prepare_topics(&mut self, change: &Change, ahead: &[Change]) -> Result<()> {
+        let Some(topic) = rows_topic(change) else {
+            return Ok(());
+        };
+        if self.topics.is_known(topic) {
+            return Ok(());
+        }
+        let wanted: Vec<&str> = std::iter::once(topic)
+            .chain(ahead.iter().filter_map(rows_topic))
+            .filter(|t| !self.topics.is_known(t))
+            .collect();
+        for created in self.topics.ensure_data_topics(&wanted)? {
+            // A new topic: the producer learns its leaders now, not at its first record.
+            self.producer.connect(&created);
+        }
+        Ok(())
     }
 
     /// How long to wait for the next change before a time-based commit is due.
@@ -736,5 +762,15 @@ impl Sink {
             self.metrics.read_position(&cp.position);
             self.read_reported = Instant::now();
         }
+    }
+}
+
+/// The topic a change writes records to: rows whose operation the route does not skip.
+fn rows_topic(change: &Change) -> Option<&str> {
+    match change {
+        Change::Rows { table, kind, .. } if !table.route.rules.skipped.skips(*kind) => {
+            Some(table.route.topic.as_str())
+        }
+        _ => None,
     }
 }

@@ -76,18 +76,25 @@ impl Topics {
 
     /// Partition count of `topic`, or `None` when it does not exist.
     pub fn partition_count(&self, topic: &str) -> Result<Option<usize>> {
+        let md = self.metadata(Some(topic))?;
+        partitions_in(&md, topic)
+    }
+
+    /// The cluster's metadata of `topic` (`None`: of every topic), tried again past a node
+    /// down; a refused login is found by a probe and named.
+    fn metadata(&self, topic: Option<&str>) -> Result<rdkafka::metadata::Metadata> {
         let client = self.admin.inner();
         // A refused login shows here only as a transport failure or a timeout: after the
         // first failed try a probe looks for one (once per client: a probe that saw none
         // leaves the rest to the retries), and the tries stop at it.
         let refused = std::cell::RefCell::new(None);
-        let md = patient::retrying(
+        patient::retrying(
             self.timeout,
             |t| {
                 if refused.borrow().is_some() {
                     return Err(KafkaError::Global(RDKafkaErrorCode::Authentication));
                 }
-                client.fetch_metadata(Some(topic), t)
+                client.fetch_metadata(topic, t)
             },
             || {
                 if !self.probed.replace(true) {
@@ -97,28 +104,10 @@ impl Topics {
         )
         .map_err(|e| {
             refused.take().unwrap_or_else(|| {
-                Error::transient(format!("Kafka metadata request for `{topic}` failed: {e}"))
+                let what = topic.map_or_else(|| "the topics".to_string(), |t| format!("`{t}`"));
+                Error::transient(format!("Kafka metadata request for {what} failed: {e}"))
             })
-        })?;
-        let Some(t) = md.topics().iter().find(|t| t.name() == topic) else {
-            return Ok(None);
-        };
-        match t.error() {
-            None => Ok(Some(t.partitions().len())),
-            Some(e) if RDKafkaErrorCode::from(e) == RDKafkaErrorCode::UnknownTopicOrPartition => {
-                Ok(None)
-            }
-            Some(e) => {
-                let code = RDKafkaErrorCode::from(e);
-                let msg = format!("Kafka metadata for `{topic}`: {code}");
-                Err(match definite_hint(code) {
-                    Some(hint) => {
-                        Error::definite(format!("{msg}; {}", hint.replace("<topic>", topic)))
-                    }
-                    None => Error::transient(msg),
-                })
-            }
-        }
+        })
     }
 
     /// Asks the broker to validate (not perform) the creation of a data topic with the
@@ -150,23 +139,45 @@ impl Topics {
         config: &[(&str, &str)],
         validate_only: bool,
     ) -> Result<()> {
-        let replication = TopicReplication::Fixed(self.settings.replication_factor);
-        let mut nt = NewTopic::new(topic, partitions, replication);
-        for (k, v) in config {
-            nt = nt.set(k, v);
-        }
+        self.create_all(&[topic], partitions, config, validate_only)
+    }
+
+    /// Creates (or validates creating) `topics` in one admin request, each with `partitions`
+    /// and `config`; one that exists already counts as created.
+    fn create_all(
+        &self,
+        topics: &[&str],
+        partitions: i32,
+        config: &[(&str, &str)],
+        validate_only: bool,
+    ) -> Result<()> {
+        let Some(&first) = topics.first() else {
+            return Ok(());
+        };
+        let replication = self.settings.replication_factor;
+        let new: Vec<NewTopic> = topics
+            .iter()
+            .map(|topic| {
+                let nt = NewTopic::new(topic, partitions, TopicReplication::Fixed(replication));
+                config.iter().fold(nt, |nt, (k, v)| nt.set(k, v))
+            })
+            .collect();
         // Tried again like a read (see `patient`): a try whose answer was lost finds the
-        // topic there, and TopicAlreadyExists counts as done.
+        // topics there, and TopicAlreadyExists counts as done.
         let create = |t| {
             let opts = AdminOptions::new()
                 .request_timeout(Some(t))
                 .operation_timeout(Some(self.timeout))
                 .validate_only(validate_only);
-            futures_executor::block_on(self.admin.create_topics([&nt], &opts))
+            futures_executor::block_on(self.admin.create_topics(&new, &opts))
         };
-        let refresh = || patient::refresh_metadata(self.admin.inner(), topic);
+        let refresh = || patient::refresh_metadata(self.admin.inner(), first);
+        let what = match topics.len() {
+            1 => format!("topic `{first}`"),
+            n => format!("{n} topics (`{first}` …)"),
+        };
         let res = patient::retrying(self.timeout, create, refresh)
-            .map_err(|e| Error::transient(format!("creating topic `{topic}`: {e}")))?;
+            .map_err(|e| Error::transient(format!("creating {what}: {e}")))?;
         for r in res {
             match r {
                 Ok(_) => {}
@@ -206,7 +217,9 @@ impl Topics {
             }
         }
         if !validate_only {
-            tracing::info!(topic, partitions, "created topic");
+            for topic in topics {
+                tracing::info!(topic, partitions, "created topic");
+            }
         }
         Ok(())
     }
@@ -235,27 +248,83 @@ impl Topics {
         Ok(created)
     }
 
+    /// Whether `topic` is known to exist (checked or created before).
+    pub fn is_known(&self, topic: &str) -> bool {
+        self.known.contains(topic)
+    }
+
+    /// [`Self::ensure_data_topic`] for several topics at once: one metadata request for all,
+    /// one creation request for the missing ones, one wait for their leaders (instead of a
+    /// round of each per topic: a thousand new tables took a minute). Returns the topics
+    /// created now.
+    pub fn ensure_data_topics(&mut self, topics: &[&str]) -> Result<Vec<String>> {
+        let mut unknown: Vec<&str> = topics
+            .iter()
+            .copied()
+            .filter(|t| !self.known.contains(*t))
+            .collect();
+        unknown.sort_unstable();
+        unknown.dedup();
+        if let [only] = unknown[..] {
+            return Ok(if self.ensure_data_topic(only)? {
+                vec![only.to_string()]
+            } else {
+                Vec::new()
+            });
+        }
+        if unknown.is_empty() {
+            return Ok(Vec::new());
+        }
+        let md = self.metadata(None)?;
+        let mut missing = Vec::new();
+        for topic in &unknown {
+            if partitions_in(&md, topic)?.is_none() {
+                missing.push(*topic);
+            }
+        }
+        if !missing.is_empty() {
+            let cfg: Vec<(&str, &str)> = self
+                .settings
+                .config
+                .iter()
+                .map(|(k, v)| (k.as_str(), v.as_str()))
+                .collect();
+            self.create_all(&missing, self.settings.partitions, &cfg, false)?;
+            self.await_leaders_of(&missing);
+        }
+        tracing::info!(
+            checked = unknown.len(),
+            created = missing.len(),
+            "data topics checked together"
+        );
+        self.known.extend(unknown.iter().map(|t| t.to_string()));
+        Ok(missing.into_iter().map(str::to_string).collect())
+    }
+
     /// Waits (at most one second, in 10 ms steps) until every partition of the just created
     /// `topic` has a leader. A producer that asks for a new topic's metadata before its leaders
     /// are elected holds the first records until its next metadata refresh; the first
     /// transaction of a new pipeline took 200 ms more than the ones after it. Gives up silently:
     /// the producer still finds the leaders by itself.
     fn await_leaders(&self, topic: &str) {
+        self.await_leaders_of(&[topic]);
+    }
+
+    /// [`Self::await_leaders`] for several topics, one metadata request per step (of every
+    /// topic when there are several).
+    fn await_leaders_of(&self, topics: &[&str]) {
+        let ask = match topics {
+            [one] => Some(*one),
+            _ => None,
+        };
         let until = std::time::Instant::now() + std::time::Duration::from_secs(1);
         while std::time::Instant::now() < until {
             let led = self
                 .admin
                 .inner()
-                .fetch_metadata(Some(topic), patient::FIRST_TRY)
+                .fetch_metadata(ask, patient::FIRST_TRY)
                 .ok()
-                .and_then(|md| {
-                    md.topics().iter().find(|t| t.name() == topic).map(|t| {
-                        t.error().is_none()
-                            && !t.partitions().is_empty()
-                            && t.partitions().iter().all(|p| p.leader() >= 0)
-                    })
-                })
-                .unwrap_or(false);
+                .is_some_and(|md| topics.iter().all(|topic| led_in(&md, topic)));
             if led {
                 return;
             }
@@ -354,6 +423,39 @@ impl Topics {
         }
         Ok(())
     }
+}
+
+/// Partition count of `topic` in `md`, `None` when it does not exist (absent from the
+/// answer, or unknown to the broker); another error of the topic is definite when a setting or
+/// a right must change (with the hint), transient otherwise.
+fn partitions_in(md: &rdkafka::metadata::Metadata, topic: &str) -> Result<Option<usize>> {
+    let Some(t) = md.topics().iter().find(|t| t.name() == topic) else {
+        return Ok(None);
+    };
+    match t.error() {
+        None => Ok(Some(t.partitions().len())),
+        Some(e) if RDKafkaErrorCode::from(e) == RDKafkaErrorCode::UnknownTopicOrPartition => {
+            Ok(None)
+        }
+        Some(e) => {
+            let code = RDKafkaErrorCode::from(e);
+            let msg = format!("Kafka metadata for `{topic}`: {code}");
+            Err(match definite_hint(code) {
+                Some(hint) => Error::definite(format!("{msg}; {}", hint.replace("<topic>", topic))),
+                None => Error::transient(msg),
+            })
+        }
+    }
+}
+
+/// Every partition of `topic` in `md` has a leader.
+fn led_in(md: &rdkafka::metadata::Metadata, topic: &str) -> bool {
+    md.topics().iter().any(|t| {
+        t.name() == topic
+            && t.error().is_none()
+            && !t.partitions().is_empty()
+            && t.partitions().iter().all(|p| p.leader() >= 0)
+    })
 }
 
 /// What a topic creation refused as `InvalidReplicationFactor` means. The controller counts
