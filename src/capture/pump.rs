@@ -4,12 +4,14 @@
 //! transactions.
 //!
 //! Invariants: every wait of the loop is cancel-safe (whichever branch wins, the others lose
-//! nothing); snapshot chunks and ad-hoc requests go in only at a transaction boundary; the
-//! loop ends on shutdown, a transient error (a disconnect, silence past three heartbeats) or
-//! a definite one.
+//! nothing); changes leave in batches ([`Outbox`]), the batch at hand sent before the loop
+//! waits for anything (an event the connection has already read joins it first); snapshot
+//! chunks and ad-hoc requests go in only at a transaction boundary; the loop ends on shutdown,
+//! a transient error (a disconnect, silence past three heartbeats) or a definite one.
 
 use std::time::Duration;
 
+use futures_util::FutureExt;
 use tokio::sync::{mpsc, watch};
 
 use crate::error::{mysql_error, Error, Result};
@@ -17,10 +19,8 @@ use crate::mysql::binlog_errors;
 use crate::mysql::replication::{self, Replication};
 use crate::mysql::server::{Flavor, ServerInfo};
 use crate::pipeline::{Change, ChangeSender, HistoryUpdate, SchemaEvent};
-
 use crate::schema::tracked::TableDef;
 use crate::snapshot::coordinator::Snapshotter;
-use futures_util::FutureExt;
 
 use super::assembler::{Assembler, SkipSet};
 use super::send::Outbox;

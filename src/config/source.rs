@@ -103,7 +103,7 @@ pub struct SourceConfig {
     #[serde(default = "limits::default_max_event_bytes")]
     pub max_event_bytes: u64,
     /// Bytes the source → sink channel holds (about the decoded size of its changes), besides
-    /// its 256 messages (batches of changes, each at most an eighth of this and 1 MiB); a rows
+    /// its 8 messages (batches of changes, each at most an eighth of this and 1 MiB); a rows
     /// event larger than the whole budget is let through alone. Default: 67108864 (64 MiB).
     #[serde(default = "limits::default_channel_max_bytes")]
     pub channel_max_bytes: u64,
