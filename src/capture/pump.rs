@@ -95,11 +95,22 @@ pub async fn run(
             if unwaited < MAX_UNWAITED_EVENTS {
                 if let Some(n) = stream.next_event().now_or_never() {
                     unwaited += 1;
-                    let ev = event_or_error(Ok(n), pump.asm.tracker(), silence, &resume.request)?;
-                    if pump.on_event(&ev).await? == Flow::Stop {
-                        return Ok(());
+                    let handled =
+                        match event_or_error(Ok(n), pump.asm.tracker(), silence, &resume.request) {
+                            Ok(ev) => pump.on_event(&ev).await,
+                            Err(e) => Err(e),
+                        };
+                    match handled {
+                        Ok(Flow::Go) => continue,
+                        Ok(Flow::Stop) => return Ok(()),
+                        Err(e) => {
+                            // What the events before the failing one gave goes to the sink
+                            // first, as it did before changes travelled in batches: the whole
+                            // transactions before a bad event are still committed.
+                            pump.outbox.flush_or_stop(&mut pump.shutdown).await;
+                            return Err(e);
+                        }
                     }
-                    continue;
                 }
             }
             if !pump.outbox.flush_or_stop(&mut pump.shutdown).await {
