@@ -118,13 +118,18 @@ impl Topics {
     /// Creates (or, `validate_only`, validates creating) a data topic with the configured
     /// partitions, replication factor and topic configs.
     fn create_data_topic(&self, topic: &str, validate_only: bool) -> Result<()> {
+        self.create_data_topics(&[topic], validate_only)
+    }
+
+    /// [`Self::create_data_topic`] for several topics, in one request.
+    fn create_data_topics(&self, topics: &[&str], validate_only: bool) -> Result<()> {
         let cfg: Vec<(&str, &str)> = self
             .settings
             .config
             .iter()
             .map(|(k, v)| (k.as_str(), v.as_str()))
             .collect();
-        self.create_inner(topic, self.settings.partitions, &cfg, validate_only)
+        self.create_all(topics, self.settings.partitions, &cfg, validate_only)
     }
 
     fn create(&self, topic: &str, partitions: i32, config: &[(&str, &str)]) -> Result<()> {
@@ -282,13 +287,7 @@ impl Topics {
             }
         }
         if !missing.is_empty() {
-            let cfg: Vec<(&str, &str)> = self
-                .settings
-                .config
-                .iter()
-                .map(|(k, v)| (k.as_str(), v.as_str()))
-                .collect();
-            self.create_all(&missing, self.settings.partitions, &cfg, false)?;
+            self.create_data_topics(&missing, false)?;
             self.await_leaders_of(&missing);
         }
         tracing::info!(
