@@ -14,6 +14,7 @@
 //! still the caller's, never lost in between. [`Receiver::recv`] is cancel-safe as
 //! `tokio::sync::mpsc::Receiver::recv` is: a message is only taken when it completes.
 
+use std::collections::VecDeque;
 use std::sync::Arc;
 
 use tokio::sync::{mpsc, OwnedSemaphorePermit, Semaphore};
@@ -110,11 +111,27 @@ impl<T> Permit<'_, T> {
     }
 }
 
+/// The share of the byte budget of a message taken off the channel early
+/// ([`Receiver::try_recv_holding`]): given back when dropped.
+pub struct Held {
+    _bytes: OwnedSemaphorePermit,
+}
+
 impl<T> Receiver<T> {
     /// The next message if one is waiting now (`None`: none, or every sender is gone; the
     /// bytes go back as with [`Receiver::recv`]).
     pub fn try_recv(&mut self) -> Option<T> {
         self.rx.try_recv().ok().map(|s| s.msg)
+    }
+
+    /// [`Receiver::try_recv`], the message keeping its bytes of the budget until the
+    /// [`Held`] is dropped (its slot is free at once): for a receiver that takes messages
+    /// ahead of using them, so the budget still bounds what both sides hold.
+    pub fn try_recv_holding(&mut self) -> Option<(T, Held)> {
+        self.rx
+            .try_recv()
+            .ok()
+            .map(|s| (s.msg, Held { _bytes: s._bytes }))
     }
 
     /// No message is waiting now.
@@ -139,6 +156,9 @@ pub struct BatchReceiver<T> {
     rx: Receiver<Vec<T>>,
     /// What is left of the batch taken last.
     batch: std::vec::IntoIter<T>,
+    /// Batches taken off the channel to look at ([`BatchReceiver::look_further`]), in order,
+    /// each holding its bytes of the budget until it comes up.
+    further: VecDeque<(Vec<T>, Held)>,
 }
 
 impl<T> BatchReceiver<T> {
@@ -147,7 +167,13 @@ impl<T> BatchReceiver<T> {
         Self {
             rx,
             batch: Vec::new().into_iter(),
+            further: VecDeque::new(),
         }
+    }
+
+    /// The next batch taken ahead, if any (its bytes go back to the budget now).
+    fn next_further(&mut self) -> Option<Vec<T>> {
+        self.further.pop_front().map(|(batch, _held)| batch)
     }
 
     /// The next item if one is at hand now (the rest of a batch, or a batch waiting).
@@ -156,18 +182,41 @@ impl<T> BatchReceiver<T> {
             if let Some(item) = self.batch.next() {
                 return Some(item);
             }
-            self.batch = self.rx.try_recv()?.into_iter();
+            self.batch = match self.next_further() {
+                Some(batch) => batch,
+                None => self.rx.try_recv()?,
+            }
+            .into_iter();
         }
     }
 
     /// No item is at hand now.
     pub fn is_empty(&self) -> bool {
-        self.batch.len() == 0 && self.rx.is_empty()
+        self.batch.len() == 0
+            && self.further.iter().all(|(b, _)| b.is_empty())
+            && self.rx.is_empty()
     }
 
-    /// The rest of the batch taken last: the items that come next, to look at.
-    pub fn ahead(&self) -> &[T] {
-        self.batch.as_slice()
+    /// The items that come next, to look at: the rest of the batch taken last, then the
+    /// batches taken by [`BatchReceiver::look_further`].
+    pub fn ahead(&self) -> impl Iterator<Item = &T> {
+        self.batch
+            .as_slice()
+            .iter()
+            .chain(self.further.iter().flat_map(|(b, _)| b.iter()))
+    }
+
+    /// Takes the batches waiting in the channel now, up to `max_batches` taken ahead in all,
+    /// so that [`BatchReceiver::ahead`] shows them too. They keep their bytes of the budget
+    /// until they come up: the sender cannot fill the room they left with more than the
+    /// budget allows. Synchronous.
+    pub fn look_further(&mut self, max_batches: usize) {
+        while self.further.len() < max_batches {
+            match self.rx.try_recv_holding() {
+                Some(taken) => self.further.push_back(taken),
+                None => return,
+            }
+        }
     }
 
     /// The next item, `None` once every sender is gone and everything was taken. Cancel-safe.
@@ -175,6 +224,10 @@ impl<T> BatchReceiver<T> {
         loop {
             if let Some(item) = self.batch.next() {
                 return Some(item);
+            }
+            if let Some(batch) = self.next_further() {
+                self.batch = batch.into_iter();
+                continue;
             }
             self.batch = self.rx.recv().await?.into_iter();
         }
@@ -290,7 +343,7 @@ mod tests {
         assert!(!rx.is_empty());
         assert_eq!(rx.try_recv(), Some(1));
         assert!(!rx.is_empty(), "the rest of the batch is at hand");
-        assert_eq!(rx.ahead(), &[2]);
+        assert_eq!(rx.ahead().collect::<Vec<_>>(), [&2]);
         assert_eq!(
             tx.free_bytes(),
             1024 - 2,
@@ -299,6 +352,43 @@ mod tests {
         assert_eq!(rx.recv().await, Some(2));
         assert_eq!(rx.try_recv(), Some(3), "an empty batch is passed over");
         assert!(rx.is_empty());
+        drop(tx);
+        assert_eq!(rx.recv().await, None);
+    }
+
+    #[tokio::test]
+    async fn batches_looked_at_ahead_keep_their_bytes_and_their_order() {
+        let (tx, rx) = channel::<Vec<u32>>(2, 100);
+        let mut rx = BatchReceiver::new(rx);
+        tx.send(vec![1, 2], 10).await.unwrap();
+        tx.send(vec![3], 20).await.unwrap();
+        assert_eq!(rx.try_recv(), Some(1));
+        assert_eq!(tx.free_bytes(), 80);
+        rx.look_further(8);
+        assert_eq!(rx.ahead().collect::<Vec<_>>(), [&2, &3]);
+        // The slot is free, the bytes are not: the channel's byte bound still holds.
+        assert_eq!(tx.free_bytes(), 80);
+        tx.send(vec![4], 30).await.unwrap();
+        tx.send(vec![5], 30).await.unwrap();
+        assert!(
+            tx.reserve(21).now_or_never().is_none(),
+            "only 20 bytes left"
+        );
+        // At most `max_batches` are taken ahead.
+        rx.look_further(2);
+        assert_eq!(rx.ahead().collect::<Vec<_>>(), [&2, &3, &4]);
+        assert!(!rx.is_empty());
+        assert_eq!(rx.try_recv(), Some(2));
+        assert_eq!(rx.recv().await, Some(3));
+        assert_eq!(
+            tx.free_bytes(),
+            20 + 20,
+            "the batch of 3 came up and gave its bytes back"
+        );
+        assert_eq!(rx.try_recv(), Some(4));
+        assert_eq!(rx.recv().await, Some(5));
+        assert!(rx.is_empty());
+        assert_eq!(tx.free_bytes(), 100);
         drop(tx);
         assert_eq!(rx.recv().await, None);
     }

@@ -648,14 +648,23 @@ async fn a_chunk_over_its_time_limit_stops_with_the_setting(flavor: Flavor) {
         &mut c,
         &[
             &format!("CREATE DATABASE {db}"),
-            &format!("CREATE TABLE {db}.t (id INT PRIMARY KEY, pad VARCHAR(100) NOT NULL)"),
+            &format!("CREATE TABLE {db}.t (id INT PRIMARY KEY, pad VARCHAR(1000) NOT NULL)"),
         ],
     )
     .await;
     exec(&mut c, &[&format!("USE {db}")]).await;
     fill(&mut c, flavor, &format!("{db}.t"), 30_000).await;
+    // 30 MB to read: a query that could end before the server's timer fires (1 ms, late on
+    // a loaded machine) would let the snapshot succeed and the pipeline stream on.
+    exec(
+        &mut c,
+        &[&format!("UPDATE {db}.t SET pad = REPEAT('x', 1000)")],
+    )
+    .await;
     let mut child = p.spawn();
-    let status = wait_exit(&mut child.0, Duration::from_secs(120));
+    let status = wait_exit_or(&mut child.0, Duration::from_secs(120), || {
+        format!("[{}] log:\n{}", flavor.name, p.log())
+    });
     let log = p.log();
     assert_eq!(
         status.code(),

@@ -173,7 +173,7 @@ impl Member {
             revoke_timeout: cluster.revoke_timeout(),
             view: view.clone(),
         };
-        let mut cfg = base.clone();
+        let mut cfg = crate::sink::client_roles::for_consumer(base);
         cfg.set("group.id", &cluster.group)
             .set("client.id", &client_id)
             .set("group.protocol", "classic")

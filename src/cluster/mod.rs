@@ -14,11 +14,12 @@ use rdkafka::config::ClientConfig;
 use rdkafka::types::RDKafkaErrorCode;
 
 use crate::error::{Error, Result};
+use crate::sink::client_roles::{for_consumer, for_producer};
 
 /// Creates the assignment topics that do not exist yet (one partition each, the broker's
 /// replication factor); a topic another instance created meanwhile counts as done.
 pub async fn ensure_assignment_topics(base: &ClientConfig, topics: &[String]) -> Result<()> {
-    let admin: AdminClient<DefaultClientContext> = base.create().map_err(|e| {
+    let admin: AdminClient<DefaultClientContext> = for_producer(base).create().map_err(|e| {
         Error::definite(format!("cluster: cannot create a Kafka admin client: {e}"))
     })?;
     let new: Vec<NewTopic<'_>> = topics
@@ -68,7 +69,7 @@ pub async fn check(
         problem,
     };
     let timeout = Duration::from_secs(10);
-    let consumer: BaseConsumer = match base.create() {
+    let consumer: BaseConsumer = match for_consumer(base).create() {
         Ok(c) => c,
         Err(e) => {
             return vec![item(
@@ -159,7 +160,7 @@ async fn validate_creation(
     if topics.is_empty() {
         return Ok(());
     }
-    let admin: AdminClient<DefaultClientContext> = base
+    let admin: AdminClient<DefaultClientContext> = for_producer(base)
         .create()
         .map_err(|e| format!("cannot create a Kafka admin client: {e}"))?;
     let new: Vec<NewTopic<'_>> = topics

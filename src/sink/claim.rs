@@ -301,7 +301,7 @@ fn claim_reader(
     pipeline: &str,
     from: i64,
 ) -> Result<BaseConsumer> {
-    let mut cfg = base.clone();
+    let mut cfg = super::client_roles::for_consumer(base);
     cfg.set("group.id", format!("sluice-claim-watch-{pipeline}"))
         .set("enable.auto.commit", "false")
         .set("enable.partition.eof", "false")

@@ -88,7 +88,9 @@ pub fn probe(base: &ClientConfig, timeout: Duration) -> Option<Error> {
         return None;
     }
     let watch = LoginWatch::default();
-    let producer: BaseProducer<LoginWatch> = base.create_with_context(watch.clone()).ok()?;
+    let producer: BaseProducer<LoginWatch> = super::client_roles::for_producer(base)
+        .create_with_context(watch.clone())
+        .ok()?;
     let deadline = Instant::now() + timeout;
     while Instant::now() < deadline {
         let _ = producer

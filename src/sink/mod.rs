@@ -22,6 +22,7 @@
 
 pub(crate) mod claim;
 pub(crate) mod classify;
+pub(crate) mod client_roles;
 pub(crate) mod context_headers;
 mod counts;
 mod further_topics;
@@ -278,7 +279,7 @@ impl Sink {
                 Err(_elapsed) => self.on_tick()?,
                 Ok(None) => return self.finish(),
                 Ok(Some(change)) => {
-                    self.prepare_topics(&change, rx.ahead())?;
+                    self.prepare_topics(&change, &mut rx)?;
                     self.on_change(change)?
                 }
             }
@@ -290,15 +291,22 @@ impl Sink {
     /// one creation request, one wait for leaders), not one after the other as each one's
     /// first rows come. Only topics about to be written are created (as ever: no topic for a
     /// table without rows, nor for skipped operations).
-    fn prepare_topics(&mut self, change: &Change, ahead: &[Change]) -> Result<()> {
+    fn prepare_topics(
+        &mut self,
+        change: &Change,
+        rx: &mut crate::pipeline::ChangeReceiver,
+    ) -> Result<()> {
         let Some(topic) = rows_topic(change) else {
             return Ok(());
         };
         if self.topics.is_known(topic) {
             return Ok(());
         }
+        // The batches queued behind this one count too: a snapshot sends one table's chunk
+        // per batch, so the rest of a batch alone showed one table at a time.
+        rx.look_further(crate::pipeline::CHANNEL_CAPACITY);
         let wanted: Vec<&str> = std::iter::once(topic)
-            .chain(ahead.iter().filter_map(rows_topic))
+            .chain(rx.ahead().filter_map(rows_topic))
             .filter(|t| !self.topics.is_known(t))
             .collect();
         for created in self.topics.ensure_data_topics(&wanted)? {

@@ -129,7 +129,7 @@ impl SinkProducer {
         transaction_timeout_ms: u64,
         max_buffer_kbytes: u64,
     ) -> Result<Self> {
-        let mut cfg = base.clone();
+        let mut cfg = super::client_roles::for_producer(base);
         cfg.set("enable.idempotence", "true")
             .set("acks", "all")
             .set("partitioner", "murmur2_random")

@@ -113,7 +113,7 @@ pub(crate) fn consumer(
     isolation: &str,
     topic: &str,
 ) -> Result<Reader> {
-    let mut cfg = base.clone();
+    let mut cfg = super::client_roles::for_consumer(base);
     cfg.set("group.id", group)
         .set("enable.auto.commit", "false")
         .set("enable.auto.offset.store", "false")

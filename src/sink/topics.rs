@@ -61,7 +61,7 @@ pub struct Topics {
 impl Topics {
     /// An admin client on the given client config.
     pub fn new(base: &ClientConfig, settings: TopicSettings) -> Result<Self> {
-        let admin = base
+        let admin = super::client_roles::for_producer(base)
             .create()
             .map_err(|e| Error::definite(format!("cannot create a Kafka admin client: {e}")))?;
         Ok(Topics {

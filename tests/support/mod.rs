@@ -661,6 +661,15 @@ pub fn assert_nothing_written(p: &Pipeline) {
 
 /// Waits for a process to exit by itself (it must within `timeout`).
 pub fn wait_exit(child: &mut Child, timeout: Duration) -> std::process::ExitStatus {
+    wait_exit_or(child, timeout, String::new)
+}
+
+/// [`wait_exit`], with `what()` (e.g. the pipeline's log) in the panic when it does not stop.
+pub fn wait_exit_or(
+    child: &mut Child,
+    timeout: Duration,
+    what: impl Fn() -> String,
+) -> std::process::ExitStatus {
     let deadline = Instant::now() + timeout;
     loop {
         if let Ok(Some(st)) = child.try_wait() {
@@ -668,7 +677,7 @@ pub fn wait_exit(child: &mut Child, timeout: Duration) -> std::process::ExitStat
         }
         if Instant::now() > deadline {
             let _ = child.kill();
-            panic!("sluice did not stop within {timeout:?}");
+            panic!("sluice did not stop within {timeout:?}\n{}", what());
         }
         std::thread::sleep(Duration::from_millis(100));
     }
