@@ -6,7 +6,8 @@
 //! budget is let through alone: it waits until the channel is empty of bytes, then takes the
 //! whole budget, so nothing deadlocks and nothing else is queued beside it. The bytes of a
 //! message are given back when the receiver takes it off (or when the channel is dropped with
-//! it inside).
+//! it inside); a message taken off early to look at ([`BatchReceiver::look_further`]) keeps
+//! them until its turn comes.
 //!
 //! Cancel safety: [`Sender::reserve`] takes no message. It first acquires the bytes, then a
 //! slot; a dropped `reserve` gives both back, and the caller still holds its message.

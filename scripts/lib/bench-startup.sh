@@ -35,6 +35,7 @@ include = ["$2\\\\..*"]
 start = "${5:-earliest}"
 [kafka]
 bootstrap_servers = "$bootstrap"
+offsets_topic = "_sluice_offsets.$1"
 [api]
 enabled = false
 [commit]
@@ -56,18 +57,21 @@ startup_run() { # cfg kind
   local deadline=$((SECONDS + 120))
   until grep ' committed ' "$log" 2>/dev/null | grep -qF -- "$target"; do
     kill -0 $pid 2>/dev/null || { echo "   sluice exited early:"; tail -5 "$log"; return 1; }
-    ((SECONDS < deadline)) || { echo "   no commit of $target after 120 s:"; tail -5 "$log"; kill -TERM $pid; return 1; }
+    ((SECONDS < deadline)) || { echo "   no commit of $target after 120 s:"; tail -5 "$log"; pkill -TERM -f "^$bin run --config $cfg"; return 1; }
     sleep 0.05
   done
-  kill -TERM $pid
+  # The signal goes to sluice, not to `time` (which would die without its report).
+  pkill -TERM -f "^$bin run --config $cfg" || true
   wait $pid || true
   first=$(grep ' committed records=[1-9]' "$log" | head -1 | awk '{print $1}')
   started=$(grep -o 'started: requesting the binlog stream after_ms=[0-9]*' "$log" | head -1 | grep -o '[0-9]*$' || true)
   cpu=$(awk -F: '/User time|System time/ {s+=$2} END {print s}' "$log.time")
   rss=$(awk -F: '/Maximum resident/ {gsub(/ /,"",$2); print int($2/1024)}' "$log.time")
+  [[ -n $first ]] || { echo "   no commit with records in the log:"; tail -5 "$log"; return 1; }
   first=$(calc "$(date -d "$first" +%s.%N) - $t0" 3)
   echo "$kind|${started:-n/a}|$first|$cpu|$rss" >>"$work/startup"
   echo "   $kind: stream requested after ${started:-n/a} ms, first record visible after $first s, cpu ${cpu}s, peak RSS ${rss} MiB"
+  echo "     $(grep -o 'steps=.*' "$log" | head -1)"
 }
 
 startup_main() {
@@ -96,7 +100,7 @@ startup_main() {
     }'
   }
   echo "== start-up: source $flavor over TLS (verify_identity), Kafka $([[ $kafka_tls != 0 ]] && echo "over mutual TLS (127.0.0.1:9096)" || echo "plaintext (127.0.0.1:9092)"), commit mode $commit"
-  echo "== a new pipeline (start = latest), then $runs resumes, each after $more rows written while stopped"
+  echo "== a new pipeline (from before its backlog), then $runs resumes, each after $more rows written while stopped"
   insert_rows 1 "$more" | client "$sdb"
   startup_run "$cfg" new || exit 1
   for ((i = 1; i <= runs; i++)); do
