@@ -185,6 +185,24 @@ fn kafka_check_items(
 ) -> (Vec<CheckItem>, Option<crate::position::SourcePosition>) {
     let mut items = Vec::new();
     let t0 = std::time::Instant::now();
+    // Validating a topic creation takes the controller a while, and its admin client its own
+    // connection: it starts at once, beside the look at the cluster and sluice's own topics
+    // and the committed offset. Should Kafka be unreachable, its outcome is left unread.
+    let validating = {
+        let (kcfg, topics, timeline) = (kcfg.clone(), settings.topics.clone(), timeline.clone());
+        let probe = format!("{name}.sluice-check");
+        let span = tracing::Span::current();
+        std::thread::Builder::new()
+            .name("sluice-check-topics".into())
+            .spawn(move || {
+                span.in_scope(|| {
+                    timeline.step("preflight: topic creation validated", || {
+                        sink::topics::Topics::new(&kcfg, topics)?.validate_data_topic(&probe)
+                    })
+                })
+            })
+            .map_err(|e| Error::definite(format!("cannot start a thread: {e}")))
+    };
     let topics = match sink::topics::Topics::new(kcfg, settings.topics.clone()) {
         Ok(t) => t,
         Err(e) => {
@@ -208,36 +226,22 @@ fn kafka_check_items(
         Ok(count) => {
             timeline.record("preflight: Kafka reachable", t0);
             items.push(CheckItem::ok("Kafka reachable", settings_bootstrap(kcfg)));
-            let probe = format!("{name}.sluice-check");
             let detail = format!(
                 "validated (not performed) creating a data topic with partitions={}, \
                  replication_factor={}",
                 settings.topics.partitions, settings.topics.replication_factor
             );
-            // Validating a topic creation takes the controller a while: it runs beside the
-            // looks at sluice's own topics and the committed offset.
-            let validating = std::thread::scope(|scope| {
-                let span = tracing::Span::current();
-                let validating = scope.spawn(move || {
-                    span.in_scope(|| {
-                        timeline.step("preflight: topic creation validated", || {
-                            topics_probe(kcfg, settings, &probe)
-                        })
-                    })
-                });
-                let rest =
-                    own_and_committed(kcfg, settings, offsets_topic, name, timeline, topics, count);
-                (validating.join(), rest)
-            });
-            let (validated, (rest_items, committed)) = validating;
+            let (rest_items, committed) =
+                own_and_committed(kcfg, settings, offsets_topic, name, timeline, topics, count);
+            let validated = validating.map(|v| v.join());
             items.push(match validated {
-                Ok(Ok(())) => CheckItem::ok("topics creatable", detail),
-                Ok(Err(e)) => CheckItem::failed("topics creatable", detail, &e),
-                Err(_) => CheckItem::failed(
+                Ok(Ok(Ok(()))) => CheckItem::ok("topics creatable", detail),
+                Ok(Err(_)) => CheckItem::failed(
                     "topics creatable",
                     detail,
                     &Error::definite("the check panicked"),
                 ),
+                Ok(Ok(Err(e))) | Err(e) => CheckItem::failed("topics creatable", detail, &e),
             });
             items.extend(rest_items);
             (items, committed)
@@ -257,20 +261,6 @@ fn own_and_committed(
     count: Option<usize>,
 ) -> (Vec<CheckItem>, Option<crate::position::SourcePosition>) {
     let mut items = Vec::new();
-    let t0 = std::time::Instant::now();
-    let mut t = topics;
-    own_topic_item(&mut items, &mut t, offsets_topic, count, "offsets topic");
-    let history = &settings.schema_history_topic;
-    let history_count = t.partition_count(history).ok().flatten();
-    own_topic_item(
-        &mut items,
-        &mut t,
-        history,
-        history_count,
-        "schema history topic",
-    );
-    timeline.record("preflight: own topics", t0);
-    let t0 = std::time::Instant::now();
     // Before fencing: an advisory look (up to the last stable offset), never resumed
     // from.
     let read = |topic: &str| {
@@ -282,10 +272,38 @@ fn own_and_committed(
             Duration::from_secs(20),
         )
     };
-    let mut committed = match count {
-        Some(_) => read(offsets_topic),
-        None => Ok(None),
-    };
+    let mut t = topics;
+    // The committed offset is read while the topics' shape is looked at: each waits on its
+    // own client's round trips.
+    let span = tracing::Span::current();
+    let mut committed = std::thread::scope(|scope| {
+        let reading = scope.spawn(|| {
+            span.in_scope(|| {
+                let t0 = std::time::Instant::now();
+                let committed = match count {
+                    Some(_) => read(offsets_topic),
+                    None => Ok(None),
+                };
+                timeline.record("preflight: committed offset", t0);
+                committed
+            })
+        });
+        let t0 = std::time::Instant::now();
+        own_topic_item(&mut items, &mut t, offsets_topic, count, "offsets topic");
+        let history = &settings.schema_history_topic;
+        let history_count = t.partition_count(history).ok().flatten();
+        own_topic_item(
+            &mut items,
+            &mut t,
+            history,
+            history_count,
+            "schema history topic",
+        );
+        timeline.record("preflight: own topics", t0);
+        reading
+            .join()
+            .unwrap_or_else(|_| Err(Error::definite("reading the committed offset panicked")))
+    });
     if let (Ok(None), Some(shared)) = (&committed, &settings.shared_offsets_topic) {
         if t.partition_count(shared).ok().flatten().is_some() {
             committed = read(shared).map(|r| {
@@ -302,7 +320,6 @@ fn own_and_committed(
             });
         }
     }
-    timeline.record("preflight: committed offset", t0);
     match committed {
         Ok(r) => (items, r.map(|r| r.position)),
         Err(e) => {
@@ -338,10 +355,6 @@ fn own_topic_item(
         }
     };
     items.push(item);
-}
-
-fn topics_probe(kcfg: &ClientConfig, settings: &SinkSettings, probe: &str) -> Result<()> {
-    sink::topics::Topics::new(kcfg, settings.topics.clone())?.validate_data_topic(probe)
 }
 
 fn settings_bootstrap(c: &ClientConfig) -> String {

@@ -12,6 +12,7 @@ use crate::config::secret::SourceUrl;
 use crate::config::{SourceConfig, SslMode};
 use crate::error::{mysql_error, Error, Result};
 pub use crate::model::flavor::Flavor;
+use crate::mysql::tls_setups::{digest, Kept};
 use crate::position::{FilePos, GtidList, GtidSet};
 
 /// What sluice needs to know about the source server.
@@ -140,10 +141,34 @@ fn read_pem(setting: &str, path: &Path) -> Result<Vec<u8>> {
     })
 }
 
+/// Client identities by the digest of their PEM files: one archive for the same files (an
+/// archive is salted at random, and the TLS setups are looked up by their options).
+static IDENTITIES: Kept<[u8; 32], ClientIdentity> = Kept::new();
+
+/// Query connections' options by URL and TLS options: their clones share the client
+/// library's TLS setup, built at the first TLS connection.
+static QUERY_OPTS: Kept<(String, Option<SslOpts>), mysql_async::Opts> = Kept::new();
+
+/// The replication connection's TLS setups by their options.
+static CONNECTORS: Kept<SslOpts, native_tls::TlsConnector> = Kept::new();
+
 /// The client certificate and key as the PKCS#12 archive the TLS library takes.
 fn client_identity(cert: &Path, key: &Path) -> Result<ClientIdentity> {
+    let cert_pem = read_pem("source.ssl_cert", cert)?;
+    let key_pem = read_pem("source.ssl_key", key)?;
+    IDENTITIES.get_or(digest(&[&cert_pem, &key_pem]), || {
+        new_client_identity(cert, &cert_pem, key, &key_pem)
+    })
+}
+
+fn new_client_identity(
+    cert: &Path,
+    cert_pem: &[u8],
+    key: &Path,
+    key_pem: &[u8],
+) -> Result<ClientIdentity> {
     use openssl::{pkcs12::Pkcs12, pkey::PKey, stack::Stack, x509::X509};
-    let certs = X509::stack_from_pem(&read_pem("source.ssl_cert", cert)?)
+    let certs = X509::stack_from_pem(cert_pem)
         .ok()
         .filter(|c| !c.is_empty())
         .ok_or_else(|| {
@@ -152,7 +177,7 @@ fn client_identity(cert: &Path, key: &Path) -> Result<ClientIdentity> {
                 cert.display()
             ))
         })?;
-    let pkey = PKey::private_key_from_pem(&read_pem("source.ssl_key", key)?).map_err(|e| {
+    let pkey = PKey::private_key_from_pem(key_pem).map_err(|e| {
         Error::definite(format!(
             "`source.ssl_key` = \"{}\" is not an unencrypted PEM private key: {e}",
             key.display()
@@ -264,22 +289,34 @@ pub(crate) async fn attempt(
     ssl: Option<SslOpts>,
 ) -> Result<Conn, mysql_async::Error> {
     let url = &opts.url;
-    let builder = OptsBuilder::default()
-        .ip_or_hostname(url.host())
-        .tcp_port(url.port())
-        .user(url.user().map(str::to_string))
-        .pass(url.password().map(|p| p.expose().clone()))
-        .prefer_socket(false)
-        .stmt_cache_size(0)
-        .tcp_keepalive(Some(Duration::from_secs(30)))
-        .ssl_opts(ssl);
-    Conn::new(builder).await
+    let key = (url.expose_url().to_string(), ssl.clone());
+    let options = QUERY_OPTS.get_or(key, || {
+        Ok::<_, mysql_async::Error>(mysql_async::Opts::from(
+            OptsBuilder::default()
+                .ip_or_hostname(url.host())
+                .tcp_port(url.port())
+                .user(url.user().map(str::to_string))
+                .pass(url.password().map(|p| p.expose().clone()))
+                .prefer_socket(false)
+                .stmt_cache_size(0)
+                .tcp_keepalive(Some(Duration::from_secs(30)))
+                .ssl_opts(ssl),
+        ))
+    })?;
+    Conn::new(options).await
 }
 
 /// The TLS connector for `ssl` (made by [`ConnectOptions::ssl_opts`]), with the same
 /// semantics the client library gives those options: trusted roots, client identity, and
 /// whether the certificate and the host name are checked.
 pub(crate) async fn tls_connector(ssl: &SslOpts) -> Result<native_tls::TlsConnector, Attempt> {
+    if let Some(connector) = CONNECTORS.get(ssl) {
+        return Ok(connector);
+    }
+    Ok(CONNECTORS.keep(ssl.clone(), new_tls_connector(ssl).await?))
+}
+
+async fn new_tls_connector(ssl: &SslOpts) -> Result<native_tls::TlsConnector, Attempt> {
     let setup =
         |e: &dyn std::fmt::Display| Attempt::Refused(Error::definite(format!("TLS setup: {e}")));
     let mut builder = native_tls::TlsConnector::builder();
@@ -592,6 +629,62 @@ mod tests {
             e.contains("source.ssl_ca") && e.contains("verify_ca"),
             "{e}"
         );
+    }
+
+    /// A self-signed certificate and its key, as PEM.
+    fn cert_and_key() -> (Vec<u8>, Vec<u8>) {
+        use openssl::{ec, nid::Nid, pkey::PKey, x509};
+        let group = ec::EcGroup::from_curve_name(Nid::X9_62_PRIME256V1).unwrap();
+        let key = PKey::from_ec_key(ec::EcKey::generate(&group).unwrap()).unwrap();
+        let mut name = x509::X509NameBuilder::new().unwrap();
+        name.append_entry_by_text("CN", "127.0.0.1").unwrap();
+        let name = name.build();
+        let mut b = x509::X509Builder::new().unwrap();
+        b.set_subject_name(&name).unwrap();
+        b.set_issuer_name(&name).unwrap();
+        b.set_pubkey(&key).unwrap();
+        b.set_not_before(&openssl::asn1::Asn1Time::days_from_now(0).unwrap())
+            .unwrap();
+        b.set_not_after(&openssl::asn1::Asn1Time::days_from_now(1).unwrap())
+            .unwrap();
+        b.sign(&key, openssl::hash::MessageDigest::sha256())
+            .unwrap();
+        (
+            b.build().to_pem().unwrap(),
+            key.private_key_to_pem_pkcs8().unwrap(),
+        )
+    }
+
+    #[tokio::test]
+    async fn tls_setups_are_shared_until_a_file_changes() {
+        let dir = tempfile::tempdir().unwrap();
+        let (ca, _) = cert_and_key();
+        let (cert, key) = cert_and_key();
+        let path = |name: &str| dir.path().join(name);
+        std::fs::write(path("ca.pem"), &ca).unwrap();
+        std::fs::write(path("cert.pem"), &cert).unwrap();
+        std::fs::write(path("key.pem"), &key).unwrap();
+        let mut o = options(SslMode::VerifyIdentity);
+        o.ssl_ca = Some(path("ca.pem"));
+        o.ssl_cert = Some(path("cert.pem"));
+        o.ssl_key = Some(path("key.pem"));
+        let first = o.ssl_opts().unwrap().unwrap();
+        // The same files give the same options (one client archive, though each is salted at
+        // random), so the connections made with them share one TLS setup.
+        assert!(first == o.ssl_opts().unwrap().unwrap());
+        assert!(CONNECTORS.get(&first).is_none());
+        tls_connector(&first).await.ok().unwrap();
+        assert!(CONNECTORS.get(&first).is_some(), "built once, then kept");
+        // A renewed client certificate and key: new options, a new setup at the next connection.
+        let (cert, key) = cert_and_key();
+        std::fs::write(path("cert.pem"), &cert).unwrap();
+        std::fs::write(path("key.pem"), &key).unwrap();
+        let renewed = o.ssl_opts().unwrap().unwrap();
+        assert!(renewed != first);
+        assert!(CONNECTORS.get(&renewed).is_none());
+        // And a new CA.
+        std::fs::write(path("ca.pem"), &cert).unwrap();
+        assert!(o.ssl_opts().unwrap().unwrap() != renewed);
     }
 
     #[test]

@@ -36,7 +36,8 @@ pub fn set_offset(s: &crate::sink::SinkSettings, position: SourcePosition) -> Re
     let previous = read_own_committed(s)?;
     let held = unmarked::settle_data_partitions(
         &producer,
-        &super::unmarked_scope(s),
+        unmarked::held_data_partitions(&super::unmarked_scope(s))?,
+        &s.client,
         &s.name,
         unmarked::CommittedTxn {
             txn: previous.as_ref().map_or(0, |p| p.txn),

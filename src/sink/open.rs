@@ -13,12 +13,6 @@ impl Sink {
         rt: &tokio::runtime::Handle,
     ) -> Result<(Sink, Committed)> {
         let t = s.startup.clone();
-        let topics = t.step("sink: offsets and history topics", || {
-            let mut topics = Topics::new(&s.client, s.topics.clone())?;
-            topics.ensure_offsets_topic(&s.offsets_topic)?;
-            topics.ensure_history_topic(&s.schema_history_topic)?;
-            Ok::<_, Error>(topics)
-        })?;
         let eo = s.delivery == Delivery::ExactlyOnce;
         let mut claim_from = 0;
         let claimed_before = *stats.claimed_from.lock().unwrap_or_else(|e| e.into_inner());
@@ -31,23 +25,32 @@ impl Sink {
                 )));
             }
         }
-        let mut producer = SinkProducer::create(
-            &s.client,
-            eo.then_some(s.transactional_id.as_str()),
-            s.transaction_timeout_ms,
-            s.max_buffer_kbytes,
-        )?;
-        producer.stop = s.shutdown.clone();
-        producer.context = s
-            .context_headers
-            .then(|| context_headers::ContextHeaders::new(&s.name));
+        // The offsets and history topics are made sure of while the producer fences: neither
+        // needs the other (the producer creates no topic: `allow.auto.create.topics` is off).
+        let span = tracing::Span::current();
+        let (topics, mut producer) = std::thread::scope(|scope| {
+            let topics = scope.spawn(|| {
+                span.in_scope(|| {
+                    t.step("sink: offsets and history topics", || {
+                        let mut topics = Topics::new(&s.client, s.topics.clone())?;
+                        topics.ensure_offsets_topic(&s.offsets_topic)?;
+                        topics.ensure_history_topic(&s.schema_history_topic)?;
+                        Ok::<_, Error>(topics)
+                    })
+                })
+            });
+            let producer = Self::fenced_producer(&s, eo);
+            let topics = topics.join().unwrap_or_else(|_| {
+                Err(Error::definite(
+                    "making sure of the offsets and history topics panicked",
+                ))
+            });
+            // Fencing's verdict first: a fenced instance stops whatever else failed.
+            let producer = producer?;
+            Ok::<_, Error>((topics?, producer))
+        })?;
+        let mut looked = None;
         if eo {
-            t.step("sink: fencing (init_transactions)", || {
-                producer.connect(&s.offsets_topic);
-                producer.inner.init_transactions(Duration::from_secs(60))
-            })
-            .map_err(|e| classify::classify("init_transactions (fencing)", &e))?;
-            tracing::info!(transactional_id = %s.transactional_id, "producer initialized; older instances fenced");
             let wait = txn::abort_wait(s.transaction_timeout_ms);
             t.step("sink: offsets topic settled", || {
                 unmarked::settle_offsets_topic(
@@ -61,12 +64,30 @@ impl Sink {
             claim_from = t.step("sink: claim written", || claim::write(&mut producer, &s))?;
             *stats.claimed_from.lock().unwrap_or_else(|e| e.into_inner()) = Some(claim_from);
         }
-        let mut committed = t.step("sink: committed state read", || {
-            state::read(&s, &topics, &producer)
+        // The committed state is read while the marker checker connects and the data
+        // partitions are looked at (all after fencing; each waits on its own round trips).
+        let mut committed = std::thread::scope(|scope| {
+            let looking = eo.then(|| scope.spawn(|| span.in_scope(|| settle::look_at_start(&s))));
+            let committed = t.step("sink: committed state read", || {
+                state::read(&s, &topics, &producer)
+            });
+            if let Some(looking) = looking {
+                let l = looking.join().unwrap_or_else(|_| {
+                    Err(Error::definite("looking at the data partitions panicked"))
+                });
+                looked = Some(l);
+            }
+            committed
         })?;
-        let sealer = t.step("sink: data partitions settled", || {
-            settle::at_start(&mut producer, &s, eo, &mut committed)
-        })?;
+        let sealer = match looked {
+            Some(looked) => {
+                let looked = looked?;
+                Some(t.step("sink: data partitions settled", || {
+                    settle::at_start(&mut producer, &s, looked, &mut committed)
+                })?)
+            }
+            None => None,
+        };
         let committed_txn = committed.offset.as_ref().map_or(0, |o| o.txn);
         let registry = match &s.registry {
             Some(cfg) => Some(BlockingRegistry::new(
@@ -119,5 +140,30 @@ impl Sink {
             s,
         };
         Ok((sink, committed))
+    }
+
+    /// The sink's producer, and in exactly-once mode fenced in: `init_transactions` fences
+    /// older instances and aborts what they left open.
+    fn fenced_producer(s: &SinkSettings, eo: bool) -> Result<SinkProducer> {
+        let mut producer = SinkProducer::create(
+            &s.client,
+            eo.then_some(s.transactional_id.as_str()),
+            s.transaction_timeout_ms,
+            s.max_buffer_kbytes,
+        )?;
+        producer.stop = s.shutdown.clone();
+        producer.context = s
+            .context_headers
+            .then(|| context_headers::ContextHeaders::new(&s.name));
+        if eo {
+            s.startup
+                .step("sink: fencing (init_transactions)", || {
+                    producer.connect(&s.offsets_topic);
+                    producer.inner.init_transactions(Duration::from_secs(60))
+                })
+                .map_err(|e| classify::classify("init_transactions (fencing)", &e))?;
+            tracing::info!(transactional_id = %s.transactional_id, "producer initialized; older instances fenced");
+        }
+        Ok(producer)
     }
 }

@@ -138,6 +138,12 @@ impl SinkProducer {
         if cfg.get("linger.ms").is_none() {
             cfg.set("linger.ms", "5");
         }
+        // sluice creates every topic it writes with its settings; a metadata request of the
+        // producer (which asks for auto-creation by default) must not create one with the
+        // broker's defaults before that, as the look at the offsets topic while fencing would.
+        if cfg.get("allow.auto.create.topics").is_none() {
+            cfg.set("allow.auto.create.topics", "false");
+        }
         if let Some(id) = transactional_id {
             cfg.set("transactional.id", id)
                 .set("transaction.timeout.ms", transaction_timeout_ms.to_string());

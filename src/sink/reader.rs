@@ -106,6 +106,24 @@ pub(crate) fn warm_up<C: rdkafka::client::ClientContext>(
     }
 }
 
+/// [`warm_up`] of two clients at the same time: each waits on its own connection (over TLS,
+/// a handshake each), so two in a row cost twice one.
+pub(crate) fn warm_up_both<C: ConsumerContext>(
+    a: &BaseConsumer<C>,
+    b: &BaseConsumer<C>,
+    topic: &str,
+) where
+    BaseConsumer<C>: Sync,
+{
+    if topic.is_empty() {
+        return;
+    }
+    std::thread::scope(|scope| {
+        scope.spawn(|| warm_up(a.client(), topic));
+        warm_up(b.client(), topic);
+    });
+}
+
 /// A consumer of sluice's own reading: no group commits, end-of-partition events on.
 pub(crate) fn consumer(
     base: &ClientConfig,
@@ -113,6 +131,26 @@ pub(crate) fn consumer(
     isolation: &str,
     topic: &str,
 ) -> Result<Reader> {
+    let reader = cold_consumer(base, group, isolation, topic)?;
+    warm_up(reader.client(), topic);
+    Ok(reader)
+}
+
+/// The `read_uncommitted` and the `read_committed` consumer of sluice's own reading of
+/// `topic`, their connections brought up together ([`warm_up_both`]).
+pub(crate) fn consumer_pair(
+    base: &ClientConfig,
+    group: &str,
+    topic: &str,
+) -> Result<(Reader, Reader)> {
+    let uncommitted = cold_consumer(base, group, "read_uncommitted", topic)?;
+    let committed = cold_consumer(base, group, "read_committed", topic)?;
+    warm_up_both(&uncommitted, &committed, topic);
+    Ok((uncommitted, committed))
+}
+
+/// [`consumer`] without the connection brought up.
+fn cold_consumer(base: &ClientConfig, group: &str, isolation: &str, topic: &str) -> Result<Reader> {
     let mut cfg = super::client_roles::for_consumer(base);
     cfg.set("group.id", group)
         .set("enable.auto.commit", "false")
@@ -124,10 +162,7 @@ pub(crate) fn consumer(
         .set("auto.offset.reset", "earliest")
         .set("isolation.level", isolation);
     cfg.create_with_context(ReaderContext)
-        .map(|c: BaseConsumer<ReaderContext>| {
-            warm_up(c.client(), topic);
-            Reader(Some(c))
-        })
+        .map(|c: BaseConsumer<ReaderContext>| Reader(Some(c)))
         .map_err(|e| Error::definite(format!("cannot create a reader of `{topic}`: {e}")))
 }
 
@@ -201,8 +236,7 @@ pub fn read_committed_latest(
     timeout: Duration,
 ) -> Result<BTreeMap<Vec<u8>, Vec<u8>>> {
     let mut latest = BTreeMap::new();
-    let probe = consumer(base, group, "read_uncommitted", topic)?;
-    let reader = consumer(base, group, "read_committed", topic)?;
+    let (probe, reader) = consumer_pair(base, group, topic)?;
     let Some((low, high)) = watermarks(&probe, topic, 0)? else {
         return Ok(latest);
     };

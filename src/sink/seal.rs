@@ -91,9 +91,10 @@ impl Sealer {
     /// The consumers it reads with, their connections brought up with the metadata of
     /// `topic` (the offsets topic: every commit writes it).
     pub fn new(client: &ClientConfig, topic: &str) -> Result<Self> {
+        let (uncommitted, committed) = reader::consumer_pair(client, "sluice-seal", topic)?;
         Ok(Sealer {
-            committed: reader::consumer(client, "sluice-seal", "read_committed", topic)?,
-            uncommitted: reader::consumer(client, "sluice-seal", "read_uncommitted", topic)?,
+            committed,
+            uncommitted,
             foreign: Default::default(),
         })
     }

@@ -9,23 +9,54 @@ use super::{repair, txn, txn_tag, unmarked, SinkSettings};
 use crate::error::Result;
 use crate::metrics::Metrics;
 
+/// What the start looks at beside the committed state read, after fencing (exactly-once
+/// only): the marker checker, its connections up, and the held data partitions. Each waits on
+/// its own round trips, so they run at the same time as each other and as that read.
+pub struct Looked {
+    sealer: Sealer,
+    held: Vec<unmarked::Held>,
+}
+
+/// [`Looked`], timed on the start-up timeline. Blocking; after `init_transactions`.
+pub fn look_at_start(s: &SinkSettings) -> Result<Looked> {
+    let t = &s.startup;
+    let span = tracing::Span::current();
+    std::thread::scope(|scope| {
+        let sealing = scope.spawn(|| {
+            span.in_scope(|| {
+                t.step("sink: marker checker connected", || {
+                    Sealer::new(&s.client, &s.offsets_topic)
+                })
+            })
+        });
+        let held = t.step("sink: data partitions looked at", || {
+            unmarked::held_data_partitions(&super::unmarked_scope(s))
+        });
+        let sealer = sealing
+            .join()
+            .map_err(|_| crate::error::Error::definite("the marker checker's start panicked"))?;
+        Ok(Looked {
+            sealer: sealer?,
+            held: held?,
+        })
+    })
+}
+
 /// At start, after fencing and reading the committed state (`committed`, updated when a
-/// repair commits): settles this pipeline's held data partitions and returns the marker
-/// checker — exactly-once (`eo`) only. Blocking.
+/// repair commits): settles this pipeline's held data partitions (`looked`) and returns the
+/// marker checker. Blocking.
 pub fn at_start(
     producer: &mut SinkProducer,
     s: &SinkSettings,
-    eo: bool,
+    looked: Looked,
     committed: &mut Committed,
-) -> Result<Option<Sealer>> {
-    if !eo {
-        return Ok(None);
-    }
-    let sealer = Sealer::new(&s.client, &s.offsets_topic)?;
+) -> Result<Sealer> {
+    let Looked { sealer, held } = looked;
     let last = committed.offset.as_ref();
     let held = unmarked::settle_data_partitions(
         producer,
-        &super::unmarked_scope(s),
+        held,
+        &s.client,
         &s.name,
         unmarked::CommittedTxn {
             txn: last.map_or(0, |o| o.txn),
@@ -37,7 +68,7 @@ pub fn at_start(
     if let Some(rec) = repair::run(producer, s, &sealer, last, &held)? {
         committed.offset = Some(rec);
     }
-    Ok(Some(sealer))
+    Ok(sealer)
 }
 
 /// A Kafka transaction for pipeline transaction `txn` began: a new attempt id, the tag every

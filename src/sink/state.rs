@@ -43,7 +43,20 @@ pub(super) fn read(
     topics: &Topics,
     producer: &SinkProducer,
 ) -> Result<Committed> {
-    let offset = offsets::read_own_committed(s)?;
+    // The two reads wait on their own round trips: at the same time.
+    let span = tracing::Span::current();
+    let (offset, history) = std::thread::scope(|scope| {
+        let history = scope.spawn(|| span.in_scope(|| read_history(s, &s.schema_history_topic)));
+        let offset = offsets::read_own_committed(s);
+        let history = history.join().unwrap_or_else(|_| {
+            Err(crate::error::Error::definite(
+                "reading the schema history panicked",
+            ))
+        });
+        (offset, history)
+    });
+    let offset = offset?;
+    let history = history?;
     if offset.is_none() {
         if let Some(found) = find_shared(s, topics)? {
             move_over(s, producer, &found)?;
@@ -62,7 +75,6 @@ pub(super) fn read(
             });
         }
     }
-    let history = read_history(s, &s.schema_history_topic)?;
     Ok(Committed {
         offset,
         history: entries(&s.name, history),

@@ -205,8 +205,7 @@ impl Lookers {
     /// The partition, if it is held.
     fn held(&self, topic: &str, partition: i32) -> Result<Option<Held>> {
         if !self.warm.replace(true) {
-            reader::warm_up(self.uncommitted.client(), topic);
-            reader::warm_up(self.committed.client(), topic);
+            reader::warm_up_both(&self.uncommitted, &self.committed, topic);
         }
         let Some((_, high)) = reader::watermarks(&self.uncommitted, topic, partition)? else {
             return Ok(None);
@@ -364,13 +363,15 @@ pub fn settle_offsets_topic(
     Ok(())
 }
 
-/// The data partitions, once the committed offset is known (`committed`): aborts this
-/// pipeline's open records of attempts that never committed, reports what is not this
-/// pipeline's, and returns the partitions holding records of the committed attempt, for
-/// [`super::repair`]. Blocking; after `init_transactions`, before the pipeline writes.
+/// The held data partitions (`held`, [`held_data_partitions`] after `init_transactions`), once
+/// the committed offset is known (`committed`): aborts this pipeline's open records of
+/// attempts that never committed, reports what is not this pipeline's, and returns the
+/// partitions holding records of the committed attempt, for [`super::repair`]. Blocking;
+/// before the pipeline writes.
 pub fn settle_data_partitions(
     producer: &SinkProducer,
-    scope: &Scope,
+    held: Vec<Held>,
+    client: &ClientConfig,
     pipeline: &str,
     committed: CommittedTxn,
     bootstrap: &str,
@@ -378,11 +379,11 @@ pub fn settle_data_partitions(
 ) -> Result<Vec<Held>> {
     let mut reported = Vec::new();
     let mut committed_held = Vec::new();
-    for h in held_data_partitions(scope)? {
+    for h in held {
         match decide(h.first.as_ref(), pipeline, Some(committed)) {
             Verdict::Abort => {
                 abort_probe(producer, &h.topic, h.partition, wait)?;
-                let after = Lookers::new(&scope.client)?.held(&h.topic, h.partition)?;
+                let after = Lookers::new(client)?.held(&h.topic, h.partition)?;
                 if after.as_ref().is_some_and(|a| a.lso == h.lso) {
                     // Tagged as this pipeline's, yet another producer id holds them: only
                     // that producer's marker can end them.
