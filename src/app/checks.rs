@@ -185,24 +185,6 @@ fn kafka_check_items(
 ) -> (Vec<CheckItem>, Option<crate::position::SourcePosition>) {
     let mut items = Vec::new();
     let t0 = std::time::Instant::now();
-    // Validating a topic creation takes the controller a while, and its admin client its own
-    // connection: it starts at once, beside the look at the cluster and sluice's own topics
-    // and the committed offset. Should Kafka be unreachable, its outcome is left unread.
-    let validating = {
-        let (kcfg, topics, timeline) = (kcfg.clone(), settings.topics.clone(), timeline.clone());
-        let probe = format!("{name}.sluice-check");
-        let span = tracing::Span::current();
-        std::thread::Builder::new()
-            .name("sluice-check-topics".into())
-            .spawn(move || {
-                span.in_scope(|| {
-                    timeline.step("preflight: topic creation validated", || {
-                        sink::topics::Topics::new(&kcfg, topics)?.validate_data_topic(&probe)
-                    })
-                })
-            })
-            .map_err(|e| Error::definite(format!("cannot start a thread: {e}")))
-    };
     let topics = match sink::topics::Topics::new(kcfg, settings.topics.clone()) {
         Ok(t) => t,
         Err(e) => {
@@ -231,17 +213,32 @@ fn kafka_check_items(
                  replication_factor={}",
                 settings.topics.partitions, settings.topics.replication_factor
             );
-            let (rest_items, committed) =
-                own_and_committed(kcfg, settings, offsets_topic, name, timeline, topics, count);
-            let validated = validating.map(|v| v.join());
+            // Validating a topic creation takes the controller a while: it runs beside the
+            // looks at sluice's own topics and the committed offset, on the admin client whose
+            // connections the look at the cluster brought up.
+            let probe = format!("{name}.sluice-check");
+            let prober = topics.sharing();
+            let span = tracing::Span::current();
+            let (validated, (rest_items, committed)) = std::thread::scope(|scope| {
+                let validating = scope.spawn(move || {
+                    span.in_scope(|| {
+                        timeline.step("preflight: topic creation validated", || {
+                            prober.validate_data_topic(&probe)
+                        })
+                    })
+                });
+                let rest =
+                    own_and_committed(kcfg, settings, offsets_topic, name, timeline, topics, count);
+                (validating.join(), rest)
+            });
             items.push(match validated {
-                Ok(Ok(Ok(()))) => CheckItem::ok("topics creatable", detail),
-                Ok(Err(_)) => CheckItem::failed(
+                Ok(Ok(())) => CheckItem::ok("topics creatable", detail),
+                Ok(Err(e)) => CheckItem::failed("topics creatable", detail, &e),
+                Err(_) => CheckItem::failed(
                     "topics creatable",
                     detail,
                     &Error::definite("the check panicked"),
                 ),
-                Ok(Ok(Err(e))) | Err(e) => CheckItem::failed("topics creatable", detail, &e),
             });
             items.extend(rest_items);
             (items, committed)

@@ -45,6 +45,7 @@ pub(crate) mod seal;
 mod settings;
 mod settle;
 mod shape;
+mod start_readers;
 mod state;
 pub(crate) mod topics;
 pub(crate) mod txn;

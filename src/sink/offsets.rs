@@ -151,6 +151,25 @@ pub(crate) fn read_own_committed(s: &crate::sink::SinkSettings) -> Result<Option
     )
 }
 
+/// [`read_own_committed`] with the start's offsets topic pair, connected ahead.
+pub(crate) fn read_own_committed_on(
+    s: &crate::sink::SinkSettings,
+    pair: &crate::sink::start_readers::Pair,
+) -> Result<Option<OffsetRecord>> {
+    let latest = reader::read_committed_latest_on(
+        pair,
+        &s.client,
+        &s.offsets_topic,
+        |key| key == s.name.as_bytes(),
+        Until::CapturedHigh,
+        s.read_timeout,
+    )?;
+    match latest.get(s.name.as_bytes()) {
+        Some(bytes) => Ok(Some(OffsetRecord::from_bytes(bytes)?)),
+        None => Ok(None),
+    }
+}
+
 /// Reads the last committed offset record of `pipeline` from `topic` with a `read_committed`
 /// consumer (see [`reader`] for what `until` means). Blocking: call it from a blocking thread;
 /// with [`Until::CapturedHigh`], after `init_transactions`.

@@ -2,6 +2,7 @@
 //! claim written, the committed state read and the records Kafka left without a marker
 //! settled, each step timed on the attempt's start-up timeline ([`crate::startup`]).
 
+use super::start_readers::{self, StartReaders};
 use super::*;
 
 impl Sink {
@@ -25,10 +26,11 @@ impl Sink {
                 )));
             }
         }
-        // The offsets and history topics are made sure of while the producer fences: neither
-        // needs the other (the producer creates no topic: `allow.auto.create.topics` is off).
+        // The offsets and history topics are made sure of and the start's readers connected
+        // while the producer fences: none needs another (the producer creates no topic:
+        // `allow.auto.create.topics` is off; connecting reads nothing).
         let span = tracing::Span::current();
-        let (topics, mut producer) = std::thread::scope(|scope| {
+        let (topics, mut producer, readers) = std::thread::scope(|scope| {
             let topics = scope.spawn(|| {
                 span.in_scope(|| {
                     t.step("sink: offsets and history topics", || {
@@ -39,23 +41,42 @@ impl Sink {
                     })
                 })
             });
-            let producer = Self::fenced_producer(&s, eo);
-            let topics = topics.join().unwrap_or_else(|_| {
-                Err(Error::definite(
-                    "making sure of the offsets and history topics panicked",
-                ))
+            let readers = scope.spawn(|| {
+                span.in_scope(|| {
+                    t.step("sink: readers connected", || StartReaders::connect(&s, eo))
+                })
             });
+            let producer = Self::fenced_producer(&s, eo);
+            fn panicked<T>(what: &str) -> Result<T> {
+                Err(Error::definite(format!("{what} panicked")))
+            }
+            let topics = topics
+                .join()
+                .unwrap_or_else(|_| panicked("making sure of the offsets and history topics"));
+            let readers = readers
+                .join()
+                .unwrap_or_else(|_| panicked("connecting the start's readers"));
             // Fencing's verdict first: a fenced instance stops whatever else failed.
             let producer = producer?;
-            Ok::<_, Error>((topics?, producer))
+            Ok::<_, Error>((topics?, producer, readers?))
         })?;
+        // The producer and the readers connected while the topics may have been created.
+        t.step("sink: own topics learned", || {
+            start_readers::learn_topic(producer.inner.client(), &s.offsets_topic);
+            readers.learn_topics(&s);
+        });
+        let StartReaders {
+            offsets: mut offsets_pair,
+            history: history_pair,
+            seal: seal_pair,
+        } = readers;
         let mut looked = None;
         if eo {
             let wait = txn::abort_wait(s.transaction_timeout_ms);
-            t.step("sink: offsets topic settled", || {
-                unmarked::settle_offsets_topic(
+            offsets_pair = t.step("sink: offsets topic settled", || {
+                unmarked::settle_offsets_topic_on(
                     &producer,
-                    &s.client,
+                    offsets_pair,
                     &s.offsets_topic,
                     &s.name,
                     wait,
@@ -64,12 +85,13 @@ impl Sink {
             claim_from = t.step("sink: claim written", || claim::write(&mut producer, &s))?;
             *stats.claimed_from.lock().unwrap_or_else(|e| e.into_inner()) = Some(claim_from);
         }
-        // The committed state is read while the marker checker connects and the data
-        // partitions are looked at (all after fencing; each waits on its own round trips).
+        // The committed state is read while the data partitions are looked at (both after
+        // fencing; each waits on its own round trips).
         let mut committed = std::thread::scope(|scope| {
-            let looking = eo.then(|| scope.spawn(|| span.in_scope(|| settle::look_at_start(&s))));
+            let looking =
+                eo.then(|| scope.spawn(|| span.in_scope(|| settle::look_at_start(&s, seal_pair))));
             let committed = t.step("sink: committed state read", || {
-                state::read(&s, &topics, &producer)
+                state::read(&s, &topics, &producer, (&offsets_pair, &history_pair))
             });
             if let Some(looking) = looking {
                 let l = looking.join().unwrap_or_else(|_| {

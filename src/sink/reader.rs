@@ -235,9 +235,37 @@ pub fn read_committed_latest(
     until: Until,
     timeout: Duration,
 ) -> Result<BTreeMap<Vec<u8>, Vec<u8>>> {
+    let pair = consumer_pair(base, group, topic)?;
+    read_committed_latest_on(&pair, base, topic, accept, until, timeout)
+}
+
+/// [`read_committed_latest`] with a [`consumer_pair`] already made (`read_uncommitted`,
+/// `read_committed`), connected ahead of the read. The `read_committed` one is left without
+/// an assignment (it fetches nothing further).
+pub(crate) fn read_committed_latest_on(
+    pair: &(Reader, Reader),
+    base: &ClientConfig,
+    topic: &str,
+    accept: impl Fn(&[u8]) -> bool,
+    until: Until,
+    timeout: Duration,
+) -> Result<BTreeMap<Vec<u8>, Vec<u8>>> {
+    let read = read_latest(&pair.0, &pair.1, base, topic, accept, until, timeout);
+    let _ = pair.1.unassign();
+    read
+}
+
+fn read_latest(
+    probe: &BaseConsumer<ReaderContext>,
+    reader: &BaseConsumer<ReaderContext>,
+    base: &ClientConfig,
+    topic: &str,
+    accept: impl Fn(&[u8]) -> bool,
+    until: Until,
+    timeout: Duration,
+) -> Result<BTreeMap<Vec<u8>, Vec<u8>>> {
     let mut latest = BTreeMap::new();
-    let (probe, reader) = consumer_pair(base, group, topic)?;
-    let Some((low, high)) = watermarks(&probe, topic, 0)? else {
+    let Some((low, high)) = watermarks(probe, topic, 0)? else {
         return Ok(latest);
     };
     if high <= low {
@@ -248,7 +276,7 @@ pub fn read_committed_latest(
     let mut tpl = TopicPartitionList::new();
     tpl.add_partition_offset(topic, 0, Offset::Offset(low))
         .map_err(|e| Error::definite(format!("topic `{topic}`: {e}")))?;
-    assign_with_leaders(&reader, topic, &tpl)?;
+    assign_with_leaders(reader, topic, &tpl)?;
 
     let started = Instant::now();
     // Tell the operator early that the read waits on a transaction; fail at the timeout.
@@ -281,13 +309,13 @@ pub fn read_committed_latest(
             Some(Err(e)) if classify::consumer_recovers(&e) => last_error = Some(e),
             Some(Err(e)) => return Err(Error::transient(format!("reading `{topic}`: {e}"))),
         }
-        let at = position(&reader, topic, 0);
+        let at = position(reader, topic, 0);
         if at >= high {
             return Ok(latest);
         }
         let timed_out = started.elapsed() >= timeout;
         if timed_out || (!warned && started.elapsed() >= warn_after) {
-            let stuck = Stuck::diagnose(base, &reader, &probe, topic, at, high);
+            let stuck = Stuck::diagnose(base, reader, probe, topic, at, high);
             if timed_out {
                 return Err(Error::transient(with_last_error(
                     stuck.message(started.elapsed()),

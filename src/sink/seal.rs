@@ -91,12 +91,21 @@ impl Sealer {
     /// The consumers it reads with, their connections brought up with the metadata of
     /// `topic` (the offsets topic: every commit writes it).
     pub fn new(client: &ClientConfig, topic: &str) -> Result<Self> {
-        let (uncommitted, committed) = reader::consumer_pair(client, "sluice-seal", topic)?;
-        Ok(Sealer {
-            committed,
-            uncommitted,
+        Ok(Self::of_pair(reader::consumer_pair(
+            client,
+            "sluice-seal",
+            topic,
+        )?))
+    }
+
+    /// The checker reading with `pair` (`read_uncommitted`, `read_committed`: a
+    /// [`reader::consumer_pair`] whose connections are up).
+    pub fn of_pair(pair: (reader::Reader, reader::Reader)) -> Self {
+        Sealer {
+            uncommitted: pair.0,
+            committed: pair.1,
             foreign: Default::default(),
-        })
+        }
     }
 
     /// Waits until the LSO of every partition in `written` passes the offset noted there.

@@ -10,36 +10,24 @@ use crate::error::Result;
 use crate::metrics::Metrics;
 
 /// What the start looks at beside the committed state read, after fencing (exactly-once
-/// only): the marker checker, its connections up, and the held data partitions. Each waits on
-/// its own round trips, so they run at the same time as each other and as that read.
+/// only): the held data partitions, and the marker checker. The look waits on its own round
+/// trips, so it runs at the same time as that read.
 pub struct Looked {
     sealer: Sealer,
     held: Vec<unmarked::Held>,
 }
 
-/// [`Looked`], timed on the start-up timeline. Blocking; after `init_transactions`.
-pub fn look_at_start(s: &SinkSettings) -> Result<Looked> {
-    let t = &s.startup;
-    let span = tracing::Span::current();
-    std::thread::scope(|scope| {
-        let sealing = scope.spawn(|| {
-            span.in_scope(|| {
-                t.step("sink: marker checker connected", || {
-                    Sealer::new(&s.client, &s.offsets_topic)
-                })
-            })
-        });
-        let held = t.step("sink: data partitions looked at", || {
-            unmarked::held_data_partitions(&super::unmarked_scope(s))
-        });
-        let sealer = sealing
-            .join()
-            .map_err(|_| crate::error::Error::definite("the marker checker's start panicked"))?;
-        Ok(Looked {
-            sealer: sealer?,
-            held: held?,
-        })
-    })
+/// [`Looked`], timed on the start-up timeline; the marker checker reads with `seal` (a pair
+/// connected ahead, else its own). Blocking; after `init_transactions`.
+pub fn look_at_start(s: &SinkSettings, seal: Option<super::start_readers::Pair>) -> Result<Looked> {
+    let held = s.startup.step("sink: data partitions looked at", || {
+        unmarked::held_data_partitions(&super::unmarked_scope(s))
+    })?;
+    let sealer = match seal {
+        Some(pair) => Sealer::of_pair(pair),
+        None => Sealer::new(&s.client, &s.offsets_topic)?,
+    };
+    Ok(Looked { sealer, held })
 }
 
 /// At start, after fencing and reading the committed state (`committed`, updated when a

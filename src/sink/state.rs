@@ -17,6 +17,7 @@ use rdkafka::producer::Producer;
 use super::offsets::{self, OffsetRecord};
 use super::producer::SinkProducer;
 use super::reader::{self, Until};
+use super::start_readers::Pair;
 use super::topics::Topics;
 use super::{classify, SinkSettings};
 use crate::config::Delivery;
@@ -42,12 +43,17 @@ pub(super) fn read(
     s: &SinkSettings,
     topics: &Topics,
     producer: &SinkProducer,
+    pairs: (&Pair, &Pair),
 ) -> Result<Committed> {
-    // The two reads wait on their own round trips: at the same time.
+    let (offsets_pair, history_pair) = pairs;
+    // The two reads wait on their own round trips: at the same time, each with its pair of
+    // consumers connected ahead.
     let span = tracing::Span::current();
     let (offset, history) = std::thread::scope(|scope| {
-        let history = scope.spawn(|| span.in_scope(|| read_history(s, &s.schema_history_topic)));
-        let offset = offsets::read_own_committed(s);
+        let history = scope.spawn(|| {
+            span.in_scope(|| read_history(s, &s.schema_history_topic, Some(history_pair)))
+        });
+        let offset = offsets::read_own_committed_on(s, offsets_pair);
         let history = history.join().unwrap_or_else(|_| {
             Err(crate::error::Error::definite(
                 "reading the schema history panicked",
@@ -82,16 +88,32 @@ pub(super) fn read(
 }
 
 /// This pipeline's latest committed history records (key → value) in `topic`.
-fn read_history(s: &SinkSettings, topic: &str) -> Result<BTreeMap<Vec<u8>, Vec<u8>>> {
+/// `pair`: consumers connected ahead ([`Pair`]), else it makes its own.
+fn read_history(
+    s: &SinkSettings,
+    topic: &str,
+    pair: Option<&Pair>,
+) -> Result<BTreeMap<Vec<u8>, Vec<u8>>> {
     let prefix = format!("{}/", s.name);
-    reader::read_committed_latest(
-        &s.client,
-        topic,
-        &format!("sluice-history-reader-{}", s.name),
-        |k| k.starts_with(prefix.as_bytes()),
-        Until::CapturedHigh,
-        s.read_timeout,
-    )
+    let accept = |k: &[u8]| k.starts_with(prefix.as_bytes());
+    match pair {
+        Some(pair) => reader::read_committed_latest_on(
+            pair,
+            &s.client,
+            topic,
+            accept,
+            Until::CapturedHigh,
+            s.read_timeout,
+        ),
+        None => reader::read_committed_latest(
+            &s.client,
+            topic,
+            &format!("sluice-history-reader-{}", s.name),
+            accept,
+            Until::CapturedHigh,
+            s.read_timeout,
+        ),
+    }
 }
 
 /// History records as entries. The key's `<db>.<table>` part is split at the first dot:
@@ -147,7 +169,7 @@ fn find_shared(s: &SinkSettings, topics: &Topics) -> Result<Option<Shared>> {
         .clone()
         .filter(|t| t != &s.schema_history_topic);
     let history = match &history_topic {
-        Some(t) if topics.partition_count(t)?.is_some() => read_history(s, t)?,
+        Some(t) if topics.partition_count(t)?.is_some() => read_history(s, t, None)?,
         _ => BTreeMap::new(),
     };
     Ok(Some(Shared {

@@ -48,7 +48,8 @@ pub struct TopicSettings {
 
 /// Creates and checks topics; remembers the data topics known to exist.
 pub struct Topics {
-    admin: AdminClient<DefaultClientContext>,
+    /// Shared by the topics made with [`Topics::sharing`].
+    admin: std::sync::Arc<AdminClient<DefaultClientContext>>,
     /// The client config, for [`login_watch::probe`].
     base: ClientConfig,
     /// Whether a failed metadata request was probed for a refused login already.
@@ -65,13 +66,26 @@ impl Topics {
             .create()
             .map_err(|e| Error::definite(format!("cannot create a Kafka admin client: {e}")))?;
         Ok(Topics {
-            admin,
+            admin: std::sync::Arc::new(admin),
             base: base.clone(),
             probed: std::cell::Cell::new(false),
             settings,
             known: HashSet::new(),
             timeout: request_timeout(base),
         })
+    }
+
+    /// Another `Topics` on the same admin client (its connections up already), for another
+    /// thread; it knows no topics yet.
+    pub fn sharing(&self) -> Topics {
+        Topics {
+            admin: self.admin.clone(),
+            base: self.base.clone(),
+            probed: std::cell::Cell::new(false),
+            settings: self.settings.clone(),
+            known: HashSet::new(),
+            timeout: self.timeout,
+        }
     }
 
     /// Partition count of `topic`, or `None` when it does not exist.

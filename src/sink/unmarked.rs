@@ -202,6 +202,15 @@ impl Lookers {
         })
     }
 
+    /// Lookers of a [`reader::consumer_pair`] whose connections are up.
+    fn of_pair(pair: (reader::Reader, reader::Reader)) -> Self {
+        Lookers {
+            uncommitted: pair.0,
+            committed: pair.1,
+            warm: std::cell::Cell::new(true),
+        }
+    }
+
     /// The partition, if it is held.
     fn held(&self, topic: &str, partition: i32) -> Result<Option<Held>> {
         if !self.warm.replace(true) {
@@ -345,9 +354,34 @@ pub fn settle_offsets_topic(
     pipeline: &str,
     wait: Duration,
 ) -> Result<()> {
-    let lookers = Lookers::new(client)?;
+    settle_offsets_topic_with(producer, Lookers::new(client)?, topic, pipeline, wait).map(drop)
+}
+
+/// [`settle_offsets_topic`] looking with `pair` (a [`reader::consumer_pair`] connected ahead),
+/// which it gives back for the offset read that follows.
+pub fn settle_offsets_topic_on(
+    producer: &SinkProducer,
+    pair: (reader::Reader, reader::Reader),
+    topic: &str,
+    pipeline: &str,
+    wait: Duration,
+) -> Result<(reader::Reader, reader::Reader)> {
+    let lookers =
+        settle_offsets_topic_with(producer, Lookers::of_pair(pair), topic, pipeline, wait)?;
+    // A look at an open transaction's first record left the reader assigned there.
+    let _ = lookers.uncommitted.unassign();
+    Ok((lookers.uncommitted, lookers.committed))
+}
+
+fn settle_offsets_topic_with(
+    producer: &SinkProducer,
+    lookers: Lookers,
+    topic: &str,
+    pipeline: &str,
+    wait: Duration,
+) -> Result<Lookers> {
     let Some(held) = lookers.held(topic, 0)? else {
-        return Ok(());
+        return Ok(lookers);
     };
     if decide(held.first.as_ref(), pipeline, None) == Verdict::Abort {
         abort_probe(producer, topic, 0, wait)?;
@@ -360,7 +394,7 @@ pub fn settle_offsets_topic(
              written again"
         );
     }
-    Ok(())
+    Ok(lookers)
 }
 
 /// The held data partitions (`held`, [`held_data_partitions`] after `init_transactions`), once
