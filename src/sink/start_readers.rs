@@ -62,9 +62,7 @@ impl StartReaders {
             })
         })
     }
-}
 
-impl StartReaders {
     /// Once the offsets and history topics are made sure of (created now, perhaps, after
     /// these consumers asked for their metadata): each consumer learns them.
     pub fn learn_topics(&self, s: &SinkSettings) {
