@@ -184,6 +184,10 @@ pub struct Scope {
     pub skip: Vec<String>,
 }
 
+/// How long the look after an abort waits for the partition's last stable offset to move
+/// (the abort's markers) before it leaves the records to another producer's marker.
+const MARKERS_WAIT: Duration = Duration::from_secs(5);
+
 /// The lookers: a `read_uncommitted` consumer (high watermark, the record at the LSO) and a
 /// `read_committed` one (the LSO).
 struct Lookers {
@@ -208,6 +212,26 @@ impl Lookers {
             uncommitted: pair.0,
             committed: pair.1,
             warm: std::cell::Cell::new(true),
+        }
+    }
+
+    /// Whether the last stable offset of `topic` / `partition` moves from `lso` within `wait`:
+    /// the coordinator writes an abort's markers after the abort returned, so one look right
+    /// after it can still find the old LSO (seen under load).
+    fn lso_moved(&self, topic: &str, partition: i32, lso: i64, wait: Duration) -> Result<bool> {
+        if !self.warm.replace(true) {
+            reader::warm_up_both(&self.uncommitted, &self.committed, topic);
+        }
+        let deadline = std::time::Instant::now() + wait;
+        loop {
+            match reader::watermarks(&self.committed, topic, partition)? {
+                Some((_, now)) if now == lso => {}
+                _ => return Ok(true),
+            }
+            if std::time::Instant::now() >= deadline {
+                return Ok(false);
+            }
+            std::thread::sleep(Duration::from_millis(10));
         }
     }
 
@@ -417,8 +441,13 @@ pub fn settle_data_partitions(
         match decide(h.first.as_ref(), pipeline, Some(committed)) {
             Verdict::Abort => {
                 abort_probe(producer, &h.topic, h.partition, wait)?;
-                let after = Lookers::new(client)?.held(&h.topic, h.partition)?;
-                if after.as_ref().is_some_and(|a| a.lso == h.lso) {
+                let moved = Lookers::new(client)?.lso_moved(
+                    &h.topic,
+                    h.partition,
+                    h.lso,
+                    wait.min(MARKERS_WAIT),
+                )?;
+                if !moved {
                     // Tagged as this pipeline's, yet another producer id holds them: only
                     // that producer's marker can end them.
                     reported.push(h);
