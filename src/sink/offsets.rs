@@ -164,10 +164,7 @@ pub(crate) fn read_own_committed_on(
         Until::CapturedHigh,
         s.read_timeout,
     )?;
-    match latest.get(s.name.as_bytes()) {
-        Some(bytes) => Ok(Some(OffsetRecord::from_bytes(bytes)?)),
-        None => Ok(None),
-    }
+    record_of(&latest, &s.name)
 }
 
 /// Reads the last committed offset record of `pipeline` from `topic` with a `read_committed`
@@ -188,10 +185,18 @@ pub fn read_committed_offset(
         until,
         timeout,
     )?;
-    match latest.get(pipeline.as_bytes()) {
-        Some(bytes) => Ok(Some(OffsetRecord::from_bytes(bytes)?)),
-        None => Ok(None),
-    }
+    record_of(&latest, pipeline)
+}
+
+/// The offset record of `pipeline` among the latest records read, if there is one.
+fn record_of(
+    latest: &std::collections::BTreeMap<Vec<u8>, Vec<u8>>,
+    pipeline: &str,
+) -> Result<Option<OffsetRecord>> {
+    latest
+        .get(pipeline.as_bytes())
+        .map(|bytes| OffsetRecord::from_bytes(bytes))
+        .transpose()
 }
 
 /// Parses the `--position` of `sluice offsets set`: `gtid:<set>`, `gtid:<list>` or
