@@ -5,7 +5,11 @@
 //!   `SHOW CREATE TABLE`, and the schema of the table's TABLE_MAP agree (with the table map's
 //!   optional metadata, and with all of it stripped so that the definition supplies it);
 //! * the DDL statements as the server writes them into the binlog, parsed and applied to
-//!   tracked definitions, give what information_schema says afterwards.
+//!   tracked definitions, give what information_schema says afterwards;
+//! * the check for DDL between two binlog positions (a new pipeline's start) answers while
+//!   large events are being written after the second position: the server refuses to list an
+//!   event it is still writing, and that refusal must be "read again", never a stopped
+//!   pipeline.
 
 mod support;
 
@@ -23,6 +27,8 @@ use mysql_common::binlog::events::{
 use mysql_common::binlog::BinlogCtx;
 use mysql_common::io::ParseBuf;
 use mysql_common::proto::MySerialize;
+use sluice::mysql::binlog_listing::ddl_between;
+use sluice::position::FilePos;
 use sluice::schema::ddl::{parse_ddl, parse_ddl_with, DdlChange, DdlParse, SqlMode};
 use sluice::schema::information_schema::{list_base_tables, load_table_defs, load_table_schema};
 use sluice::schema::tracked::{TableDef, TableName};
@@ -33,6 +39,7 @@ per_flavor!(
     all:
     loaded_parsed_and_logged_definitions_agree,
     binlog_ddl_keeps_tracked_definitions_current,
+    the_ddl_check_answers_while_large_events_are_being_written,
 );
 
 fn server_flavor(f: Flavor) -> ServerFlavor {
@@ -624,4 +631,142 @@ async fn binlog_ddl_keeps_tracked_definitions_current(f: Flavor) {
         );
     }
     exec(&mut c, &[&format!("DROP DATABASE {db}")]).await;
+}
+
+/// Bytes of each row the writers insert: a rows event of this size is written in parts.
+const LARGE_ROW: usize = 4 << 20;
+
+/// Two connections insert `LARGE_ROW`-byte rows back to back while the start's check for DDL
+/// reads the events between two positions taken a moment apart, again and again. The same
+/// listing as one unbounded `SHOW BINLOG EVENTS` from the first position (what the check
+/// used to run) is tried beside it, and counts how often the server refused it: MySQL, which
+/// writes a large event in parts, refuses it while one is being written (the condition;
+/// asserted to have happened), MariaDB does not. The check must never fail nor need a second
+/// read: every one of them comes out clean (or finds another test's DDL), and it finds an
+/// ALTER run between its two positions among the large events.
+async fn the_ddl_check_answers_while_large_events_are_being_written(f: Flavor) {
+    use std::sync::atomic::{AtomicBool, Ordering};
+    use std::sync::Arc;
+    let db = unique("sluice_ddl");
+    let mut c = root(f.port).await;
+    exec(
+        &mut c,
+        &[
+            &format!("CREATE DATABASE {db}"),
+            &format!(
+                "CREATE TABLE {db}.large (id INT AUTO_INCREMENT PRIMARY KEY, b LONGBLOB NOT NULL)"
+            ),
+        ],
+    )
+    .await;
+    let stop = Arc::new(AtomicBool::new(false));
+    let writers: Vec<_> = (0..2)
+        .map(|w| {
+            let (stop, table) = (stop.clone(), format!("{db}.large"));
+            tokio::spawn(async move {
+                let mut c = root(f.port).await;
+                let mut n = 0u32;
+                while !stop.load(Ordering::Relaxed) {
+                    n += 1;
+                    let sql = format!(
+                        "INSERT INTO {table} (b) VALUES (REPEAT(CHAR(65 + {w} + {n} % 20), {LARGE_ROW}))"
+                    );
+                    c.query_drop(sql).await.expect("large insert");
+                    // Keep the table small: the rows only need to pass through the binlog.
+                    c.query_drop(format!("DELETE FROM {table} WHERE id < LAST_INSERT_ID()"))
+                        .await
+                        .expect("delete");
+                }
+            })
+        })
+        .collect();
+
+    let deadline = std::time::Instant::now() + Duration::from_secs(60);
+    let (mut checks, mut clean, mut again, mut others_ddl, mut refused_raw) =
+        (0u32, 0u32, 0u32, 0u32, 0u32);
+    while checks < 100 || (f.mysql && refused_raw == 0 && std::time::Instant::now() < deadline) {
+        let (file, p1) = binlog_end(&mut c).await;
+        tokio::time::sleep(Duration::from_millis(u64::from(checks % 3))).await;
+        let (file2, p2) = binlog_end(&mut c).await;
+        if file2 != file || p2 == p1 {
+            continue;
+        }
+        checks += 1;
+        let from = FilePos {
+            file: file.clone(),
+            pos: p1,
+        };
+        match ddl_between(&mut c, &from, p2).await {
+            Ok(Ok(())) => clean += 1,
+            // Other tests on the server run DDL: a check between positions around one of
+            // theirs answers so, rightly.
+            Ok(Err(reason)) if reason.starts_with("a statement ran in between") => others_ddl += 1,
+            Ok(Err(reason)) => {
+                eprintln!("[{}] inconclusive: {reason}", f.name);
+                again += 1;
+            }
+            Err(e) => panic!("[{}] the check between {from} and {p2} failed: {e}", f.name),
+        }
+        let raw: Result<Vec<mysql_async::Row>, _> = c
+            .query(format!(
+                "SHOW BINLOG EVENTS IN '{file}' FROM {p1} LIMIT 50000"
+            ))
+            .await;
+        match raw {
+            Ok(_) => {}
+            Err(mysql_async::Error::Server(se)) if se.code == 1220 => refused_raw += 1,
+            Err(e) => panic!("[{}] the unbounded listing failed otherwise: {e}", f.name),
+        }
+    }
+
+    // An ALTER between the two positions, among the large events, is found.
+    let (file, p1) = binlog_end(&mut c).await;
+    exec(
+        &mut c,
+        &[&format!("ALTER TABLE {db}.large ADD COLUMN note INT")],
+    )
+    .await;
+    let (_, p2) = binlog_end(&mut c).await;
+    let from = FilePos { file, pos: p1 };
+    let mut found = None;
+    for _ in 0..50 {
+        match ddl_between(&mut c, &from, p2).await.expect("the check") {
+            Err(reason) if reason.contains("refused to list") => continue,
+            other => {
+                found = Some(other);
+                break;
+            }
+        }
+    }
+    stop.store(true, Ordering::Relaxed);
+    for w in writers {
+        w.await.expect("writer");
+    }
+    exec(&mut c, &[&format!("DROP DATABASE {db}")]).await;
+    eprintln!(
+        "[{}] {checks} checks: {clean} clean, {others_ddl} around other tests' DDL, {again} \
+         read again; the unbounded listing was refused {refused_raw} times",
+        f.name
+    );
+    let found = found.expect("the check answered within 50 tries");
+    assert!(
+        matches!(&found, Err(reason) if reason.contains("ALTER TABLE")),
+        "[{}] the ALTER between the positions: {found:?}",
+        f.name
+    );
+    if f.mysql {
+        assert!(
+            refused_raw > 0,
+            "[{}] the server never refused a listing reaching an event being written in \
+             {checks} tries: the condition was not created",
+            f.name
+        );
+    }
+    assert_eq!(
+        (clean + others_ddl, again),
+        (checks, 0),
+        "[{}] every check between two positions without DDL comes out clean at once",
+        f.name
+    );
+    assert!(clean > checks / 2, "[{}] {clean} of {checks} clean", f.name);
 }

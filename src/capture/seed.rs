@@ -13,12 +13,12 @@ use crate::mysql::query::Timed;
 use std::time::Duration;
 
 use mysql_async::prelude::*;
-use mysql_async::{Conn, Row};
+use mysql_async::Conn;
 
-use crate::binlog::events::{classify_query, QueryKind};
 use crate::capture::{resolve_start, ResumePoint};
 use crate::config::route::Router;
 use crate::error::{mysql_error, Error, Result};
+use crate::mysql::binlog_listing;
 use crate::mysql::server::{self, ServerInfo};
 use crate::position::{FilePos, StartSpec};
 use crate::schema::information_schema::load_table_defs;
@@ -26,10 +26,6 @@ use crate::snapshot::progress::{SnapshotProgress, TableProgress};
 
 /// How many times the read is repeated while DDL keeps running.
 const ATTEMPTS: u32 = 5;
-
-/// At most this many events are read back between the two positions; a busier window is read
-/// again.
-const MAX_EVENTS: usize = 50_000;
 
 /// The start of a new pipeline at `start = "latest"`, with the definitions of every included
 /// and routed table at that position (`defs_unwritten` set: the stream writes them to the
@@ -62,7 +58,7 @@ pub async fn latest_with_defs(
         } else if p2.file != p1.file {
             Err(format!("the binlog rotated from {p1} to {p2}"))
         } else {
-            ddl_between(conn, &p1, p2.pos).await?
+            binlog_listing::ddl_between(conn, &p1, p2.pos).await?
         };
         match settled {
             Ok(()) => {
@@ -128,68 +124,6 @@ fn routed<T>(
     }
     out.sort_by(|a, b| (&a.0, &a.1).cmp(&(&b.0, &b.1)));
     Ok(out)
-}
-
-/// `Ok(Ok(()))` when the events of `from.file` between `from.pos` and `to_pos` hold no DDL;
-/// `Ok(Err(reason))` when they may.
-async fn ddl_between(
-    conn: &mut Conn,
-    from: &FilePos,
-    to_pos: u64,
-) -> Result<std::result::Result<(), String>> {
-    let sql = format!(
-        "SHOW BINLOG EVENTS IN '{}' FROM {} LIMIT {MAX_EVENTS}",
-        from.file.replace('\'', "''"),
-        from.pos
-    );
-    let rows: Vec<Row> = conn
-        .query(sql)
-        .timed(format!(
-            "reading the binlog events between {from} and {to_pos}"
-        ))
-        .await?
-        .map_err(|e| {
-            mysql_error(
-                format!(
-                    "reading the binlog events between {from} and {to_pos} (SHOW BINLOG EVENTS \
-                 needs REPLICATION SLAVE on MySQL, BINLOG MONITOR on MariaDB)"
-                ),
-                &e,
-            )
-        })?;
-    let events = rows.into_iter().map(|r| {
-        let pos: u64 = r.get("Pos").unwrap_or(u64::MAX);
-        let etype: String = r.get("Event_type").unwrap_or_default();
-        let info: String = r.get("Info").unwrap_or_default();
-        (pos, etype, info)
-    });
-    Ok(scan_for_ddl(events, to_pos, MAX_EVENTS))
-}
-
-/// Looks at the events listed from a start position up to `to_pos` (exclusive): a QUERY event
-/// other than a transaction's own statements may be DDL. `limit` is the listing's row limit: a
-/// full listing that ends before `to_pos` is inconclusive.
-fn scan_for_ddl(
-    events: impl Iterator<Item = (u64, String, String)>,
-    to_pos: u64,
-    limit: usize,
-) -> std::result::Result<(), String> {
-    let mut n = 0;
-    for (pos, etype, info) in events {
-        n += 1;
-        if pos >= to_pos {
-            return Ok(());
-        }
-        if etype.starts_with("Query") && classify_query(&info) == QueryKind::Other {
-            let text: String = info.chars().take(200).collect();
-            return Err(format!("a statement ran in between: {text}"));
-        }
-    }
-    if n >= limit {
-        Err(format!("more than {limit} events in between"))
-    } else {
-        Ok(())
-    }
 }
 
 /// The snapshot of a new pipeline: every included and routed table, with the server's row
@@ -270,49 +204,5 @@ topic = "shop.$1"
             vec![row("shop", "items", 4), row("shop", "orders", 5)],
             "crm.people is included but routed nowhere"
         );
-    }
-
-    fn ev(pos: u64, etype: &str, info: &str) -> (u64, String, String) {
-        (pos, etype.to_string(), info.to_string())
-    }
-
-    #[test]
-    fn transactions_between_the_positions_are_not_ddl() {
-        let events = vec![
-            ev(100, "Gtid", "BEGIN GTID 0-1-7"),
-            ev(140, "Table_map", "table_id: 40 (db.t)"),
-            ev(190, "Write_rows_v1", "table_id: 40 flags: STMT_END_F"),
-            ev(240, "Xid", "COMMIT /* xid=12 */"),
-            ev(270, "Query", "BEGIN"),
-            ev(330, "Query", "COMMIT"),
-            ev(400, "Query", "use `db`; ALTER TABLE t ADD c INT"),
-        ];
-        assert_eq!(scan_for_ddl(events.into_iter(), 400, 100), Ok(()));
-    }
-
-    #[test]
-    fn a_ddl_between_the_positions_is_found() {
-        let events = vec![
-            ev(100, "Gtid", "SET @@SESSION.GTID_NEXT= 'x:1'"),
-            ev(
-                170,
-                "Query",
-                "use `db`; ALTER TABLE t ADD c INT /* xid=3 */",
-            ),
-            ev(300, "Xid", "COMMIT"),
-        ];
-        let e = scan_for_ddl(events.into_iter(), 400, 100).unwrap_err();
-        assert!(e.contains("ALTER TABLE t ADD c INT"), "{e}");
-        let compressed = vec![ev(120, "Query_compressed", "use `db`; DROP TABLE t")];
-        assert!(scan_for_ddl(compressed.into_iter(), 400, 100).is_err());
-    }
-
-    #[test]
-    fn a_full_listing_short_of_the_end_is_inconclusive() {
-        let events = (0..10).map(|i| ev(100 + i * 10, "Write_rows", "table_id: 1"));
-        assert!(scan_for_ddl(events, 1_000, 10).is_err());
-        let events = (0..10).map(|i| ev(100 + i * 10, "Write_rows", "table_id: 1"));
-        assert_eq!(scan_for_ddl(events, 1_000, 11), Ok(()));
-        assert_eq!(scan_for_ddl(std::iter::empty(), 1_000, 11), Ok(()));
     }
 }

@@ -10,6 +10,7 @@
 //! `sluice check`), `retention` (how long the binlog is kept).
 
 pub(crate) mod binlog_errors;
+pub mod binlog_listing;
 pub(crate) mod packet;
 pub(crate) mod preflight;
 pub(crate) mod query;
