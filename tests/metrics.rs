@@ -495,3 +495,82 @@ async fn a_pipeline_without_a_snapshot_exports_every_dashboard_series() {
     assert!(st.success(), "{st:?}; log:\n{}", p.log());
     drop(target);
 }
+
+/// One source transaction over 12 tables whose topics have 3 partitions each: the commit
+/// wrote a dozen or more data partitions and the offsets topic's. The commit markers of every
+/// one of them are checked (`sluice_commit_markers_total{result="verified"}` grows by at
+/// least that many; the check asks for all their last stable offsets at once), none is left
+/// unverified, and no check ran out of time.
+#[tokio::test]
+async fn the_markers_of_every_partition_a_commit_wrote_are_checked() {
+    const TABLES: usize = 12;
+    let flavor = MARIADB;
+    let p = Pipeline::new(flavor, "markers", "");
+    let db = p.db.clone();
+    p.edit_config(
+        &format!("offsets_topic = \"{}\"", p.offsets_topic),
+        &format!("offsets_topic = \"{}\"\npartitions = 3", p.offsets_topic),
+    );
+    let names: Vec<String> = (0..TABLES).map(|i| format!("t{i:02}")).collect();
+    let tables: Vec<(&str, &str)> = names
+        .iter()
+        .map(|n| (n.as_str(), "(id INT PRIMARY KEY, v INT)"))
+        .collect();
+    let (mut c, _child) = p.start_with(&tables).await;
+    let addr = p.api_addr(Duration::from_secs(30));
+    let markers = |text: &str, result: &str| {
+        sample(text, "sluice_commit_markers_total", &[("result", result)]).unwrap_or(0.0)
+    };
+    let before = markers(&metrics_text(addr).await, "verified");
+
+    let mut txn = vec!["BEGIN".to_string()];
+    for n in &names {
+        txn.push(format!(
+            "INSERT INTO {db}.{n} VALUES (1, 1), (2, 2), (3, 3), (4, 4)"
+        ));
+    }
+    txn.push("COMMIT".to_string());
+    let sql: Vec<&str> = txn.iter().map(String::as_str).collect();
+    exec(&mut c, &sql).await;
+    let topics: Vec<String> = names.iter().map(|n| p.topic(n)).collect();
+    let recs = consume(
+        &topics,
+        "read_committed",
+        TABLES * 4,
+        Duration::from_secs(1),
+        Duration::from_secs(60),
+    );
+    assert_eq!(recs.len(), TABLES * 4, "{}", p.log());
+    let written: std::collections::BTreeSet<(String, i32)> = recs
+        .iter()
+        .map(|r| (r.topic.clone(), r.partition))
+        .collect();
+    assert!(
+        written.len() > TABLES,
+        "the keys spread over more partitions than tables: {written:?}"
+    );
+    // The data partitions and the offsets topic's; idle offset commits may add to it.
+    let want = (written.len() + 1) as f64;
+    let started = Instant::now();
+    let text = loop {
+        let text = metrics_text(addr).await;
+        if markers(&text, "verified") - before >= want
+            || started.elapsed() > Duration::from_secs(20)
+        {
+            break text;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    };
+    let verified = markers(&text, "verified") - before;
+    assert!(
+        verified >= want,
+        "{verified} partitions verified after a commit over {} partitions and the offsets \
+         topic's; log:\n{}",
+        written.len(),
+        p.log()
+    );
+    assert_eq!(markers(&text, "unverified"), 0.0, "{text}");
+    let log = p.log();
+    assert!(!log.contains("did not reach"), "{log}");
+    assert!(!log.contains("transient"), "{log}");
+}

@@ -473,8 +473,9 @@ async fn a_foreign_open_transaction_on_a_shared_offsets_topic_repeats_nothing(fl
 /// A transaction another producer leaves open on a data partition: a restarted pipeline
 /// reports the held partition after fencing (topic, partition, offset and the Kafka commands,
 /// see `src/sink/hanging.rs`) and streams on (only its own producer id's unmarked records would
-/// be taken into its next transaction); once Kafka's `TransactionsCommand abort` ends the
-/// foreign transaction, every row is there once and the foreign record never.
+/// be taken into its next transaction), counting the commit markers it cannot verify there;
+/// once Kafka's `TransactionsCommand abort` ends the foreign transaction, every row is there
+/// once and the foreign record never.
 async fn a_foreign_transaction_open_on_a_data_partition_is_reported(flavor: Flavor) {
     let name = flavor.name;
     let p = Pipeline::new(flavor, "hang", "");
@@ -545,6 +546,36 @@ async fn a_foreign_transaction_open_on_a_data_partition_is_reported(flavor: Flav
         1,
         Duration::from_secs(120),
     );
+    // Its commits of rows 51–100 into the held partition: the foreign transaction keeps the
+    // partition's last stable offset below their records, so their commit markers cannot be
+    // verified there and are counted unverified (had the check read the high watermark for
+    // the LSO, they would count as verified).
+    let addr = p.api_addr(Duration::from_secs(30));
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let text = reqwest::get(format!("http://{addr}/metrics"))
+            .await
+            .expect("GET /metrics")
+            .text()
+            .await
+            .expect("metrics text");
+        let unverified: f64 = text
+            .lines()
+            .find(|l| {
+                l.starts_with("sluice_commit_markers_total{") && l.contains("result=\"unverified\"")
+            })
+            .and_then(|l| l.rsplit_once(' '))
+            .and_then(|(_, v)| v.parse().ok())
+            .unwrap_or(0.0);
+        if unverified >= 1.0 {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "[{name}] no commit into the held partition counted unverified within 60 s:\n{text}"
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
 
     // What the error tells the operator to do, with Kafka's own tool.
     let out = std::process::Command::new(

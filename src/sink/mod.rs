@@ -30,6 +30,7 @@ mod heartbeat;
 pub(crate) mod identity;
 mod interval;
 pub(crate) mod login_watch;
+pub(crate) mod native_produce;
 pub mod offsets;
 mod offsets_set;
 mod open;

@@ -13,11 +13,12 @@ use std::time::{Duration, Instant};
 use rdkafka::client::ClientContext;
 use rdkafka::config::ClientConfig;
 use rdkafka::error::{KafkaError, RDKafkaErrorCode};
-use rdkafka::message::{Header, OwnedHeaders};
+use rdkafka::message::OwnedHeaders;
 use rdkafka::producer::{BaseProducer, BaseRecord, DeliveryResult, Producer, ProducerContext};
 
 use crate::error::{Error, Result};
 use crate::sink::classify::classify;
+use crate::sink::native_produce;
 use crate::sink::wakeup::Wakeup;
 
 /// Delivery reports and fatal errors seen by librdkafka's callbacks.
@@ -91,12 +92,16 @@ pub struct SinkProducer {
     pub context: Option<crate::sink::context_headers::ContextHeaders>,
     /// Wakes the waits for delivery reports.
     wakeup: Wakeup,
+    /// The topic handles records are produced with ([`native_produce`]).
+    handles: native_produce::TopicHandles,
 }
 
 impl Drop for SinkProducer {
     fn drop(&mut self) {
         // librdkafka writes to the pipe no more before it is closed (the fields drop after).
         self.wakeup.disable(self.inner.client());
+        // The topic handles go before the client they belong to.
+        self.handles.destroy_all();
     }
 }
 
@@ -162,6 +167,7 @@ impl SinkProducer {
             stop: crate::shutdown::ShutdownClock::default(),
             tag: None,
             context: None,
+            handles: native_produce::TopicHandles::default(),
         })
     }
 
@@ -291,35 +297,33 @@ impl SinkProducer {
         context: Option<&crate::sink::context_headers::ContextHeaders>,
     ) -> Result<()> {
         let started = Instant::now();
+        let rk = self.inner.client().native_ptr();
+        let mut list: [(&str, &[u8]); native_produce::MAX_HEADERS] =
+            [("", &[]); native_produce::MAX_HEADERS];
+        let mut count = 0;
+        let context_pairs = context.into_iter().flat_map(|c| c.pairs());
+        let pairs = headers.into_iter().flatten();
+        for pair in pairs.chain(context_pairs.map(|(name, value)| (name as &str, value))) {
+            let slot = list.get_mut(count).ok_or_else(|| {
+                Error::definite(format!(
+                    "a record for `{topic}` would carry more than {} headers",
+                    native_produce::MAX_HEADERS
+                ))
+            })?;
+            *slot = pair;
+            count += 1;
+        }
         loop {
-            let mut rec: BaseRecord<'_, [u8], [u8]> = BaseRecord::to(topic);
-            if let Some(p) = partition {
-                rec = rec.partition(p);
-            }
-            if let Some(k) = key {
-                rec = rec.key(k);
-            }
-            if let Some(v) = value {
-                rec = rec.payload(v);
-            }
-            let count = headers.iter().flatten().count() + context.map_or(0, |c| c.len());
-            if count > 0 {
-                let mut list = OwnedHeaders::new_with_capacity(count);
-                for &(name, value) in headers.iter().flatten() {
-                    list = list.insert(Header {
-                        key: name,
-                        value: Some(value),
-                    });
-                }
-                for (name, value) in context.into_iter().flat_map(|c| c.pairs()) {
-                    list = list.insert(Header {
-                        key: name,
-                        value: Some(value),
-                    });
-                }
-                rec = rec.headers(list);
-            }
-            match self.inner.send(rec) {
+            let rec = native_produce::Record {
+                topic,
+                partition,
+                key,
+                value,
+                headers: &list[..count],
+            };
+            // SAFETY: `rk` is this producer's live client, `self.handles` its topic handles
+            // (destroyed only when the producer is dropped).
+            match unsafe { native_produce::produce(rk, &self.handles, rec) } {
                 Ok(()) => {
                     use std::sync::atomic::Ordering::Relaxed;
                     if self.unpolled.fetch_add(1, Relaxed) + 1 >= POLL_EVERY {
@@ -328,10 +332,10 @@ impl SinkProducer {
                     }
                     return Ok(());
                 }
-                Err((KafkaError::MessageProduction(RDKafkaErrorCode::QueueFull), _)) => {
+                Err(KafkaError::MessageProduction(RDKafkaErrorCode::QueueFull)) => {
                     self.wait_for_queue_space(topic, started)?;
                 }
-                Err((e, _)) => return Err(self.classify(&format!("produce to `{topic}`"), &e)),
+                Err(e) => return Err(self.classify(&format!("produce to `{topic}`"), &e)),
             }
         }
     }

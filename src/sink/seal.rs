@@ -29,6 +29,7 @@ use std::time::{Duration, Instant};
 
 use rdkafka::config::ClientConfig;
 use rdkafka::consumer::Consumer;
+use rdkafka::{Offset, TopicPartitionList};
 
 use super::reader;
 use super::unmarked::{self, Tag};
@@ -49,6 +50,9 @@ const LOOK_AFTER: Duration = Duration::from_millis(500);
 /// written at 4 ms only at 7 ms, at 9 ms only at 15 ms, and the next transaction waits for
 /// the check.
 const POLL_FAST_FOR: Duration = Duration::from_millis(20);
+
+/// The longest wait for one answer of the LSOs.
+const LSO_TIMEOUT: Duration = Duration::from_secs(2);
 
 /// The longest pause between two looks at the LSO.
 const POLL_MAX: Duration = Duration::from_millis(50);
@@ -110,6 +114,10 @@ impl Sealer {
 
     /// Waits until the LSO of every partition in `written` passes the offset noted there.
     /// `own`: the tag of the committed transaction's records. Blocking.
+    ///
+    /// Each look asks for the LSOs of every partition still waited for at once
+    /// ([`Sealer::lsos`]: one ListOffsets request per broker), not one partition after the
+    /// other: a transaction over ten partitions waits one round trip per look, not ten.
     pub fn verify(
         &self,
         written: &[(String, i32, i64)],
@@ -119,23 +127,24 @@ impl Sealer {
     ) -> Result<Sealed> {
         let started = Instant::now();
         let mut sealed = Sealed::default();
-        for (topic, partition, last) in written {
-            let mut pause = Duration::from_millis(1);
-            let mut looked = false;
-            loop {
-                let lso = self
-                    .committed
-                    .fetch_watermarks(topic, *partition, Duration::from_secs(2))
-                    .map(|(_, lso)| lso);
+        // The partitions still waited for: their index in `written`, and whether the record
+        // at their LSO was looked at.
+        let mut pending: Vec<(usize, bool)> = (0..written.len()).map(|i| (i, false)).collect();
+        let mut pause = Duration::from_millis(1);
+        while !pending.is_empty() {
+            let lsos = self.lsos(written, &pending);
+            let mut still = Vec::with_capacity(pending.len());
+            for ((i, mut looked), lso) in pending.into_iter().zip(lsos) {
+                let (topic, partition, last) = &written[i];
                 let key = (topic.clone(), *partition);
                 if matches!(lso, Ok(l) if l > *last) {
                     self.foreign_held(key, None);
                     sealed.verified += 1;
-                    break;
+                    continue;
                 }
                 if matches!(lso, Ok(l) if self.foreign_at(&key) == Some(l)) {
                     sealed.unverified += 1;
-                    break;
+                    continue;
                 }
                 if let (Ok(l), false) = (&lso, looked) {
                     let l = *l;
@@ -153,7 +162,7 @@ impl Sealer {
                                  below this commit's records: its markers are not verifiable"
                             );
                             sealed.unverified += 1;
-                            break;
+                            continue;
                         }
                     }
                 }
@@ -171,12 +180,53 @@ impl Sealer {
                         txn = own.txn.unwrap_or_default(),
                     )));
                 }
-                stop.check("waiting for the commit markers")?;
-                pause = next_pause(started.elapsed(), pause);
-                std::thread::sleep(pause);
+                still.push((i, looked));
             }
+            pending = still;
+            if pending.is_empty() {
+                break;
+            }
+            stop.check("waiting for the commit markers")?;
+            pause = next_pause(started.elapsed(), pause);
+            std::thread::sleep(pause);
         }
         Ok(sealed)
+    }
+
+    /// The LSO of each partition of `written` that `pending` lists, in its order: one
+    /// ListOffsets request per broker for all of them (the `read_committed` reader's "latest"
+    /// is the LSO). A partition the answer has no offset for gives its error; a failed request
+    /// gives its error to every partition.
+    fn lsos(
+        &self,
+        written: &[(String, i32, i64)],
+        pending: &[(usize, bool)],
+    ) -> Vec<std::result::Result<i64, String>> {
+        let mut tpl = TopicPartitionList::with_capacity(pending.len());
+        for (i, _) in pending {
+            let (topic, partition, _) = &written[*i];
+            if let Err(e) = tpl.add_partition_offset(topic, *partition, Offset::End) {
+                return vec![Err(e.to_string()); pending.len()];
+            }
+        }
+        let answer = match self.committed.offsets_for_times(tpl, LSO_TIMEOUT) {
+            Ok(answer) => answer,
+            Err(e) => return vec![Err(e.to_string()); pending.len()],
+        };
+        pending
+            .iter()
+            .map(|(i, _)| {
+                let (topic, partition, _) = &written[*i];
+                let elem = answer
+                    .find_partition(topic, *partition)
+                    .ok_or_else(|| "not in the answer".to_string())?;
+                elem.error().map_err(|e| e.to_string())?;
+                match elem.offset() {
+                    Offset::Offset(l) => Ok(l),
+                    other => Err(format!("no offset in the answer ({other:?})")),
+                }
+            })
+            .collect()
     }
 
     /// The LSO another producer's open transaction was found holding `key` at.
