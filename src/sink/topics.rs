@@ -217,12 +217,12 @@ impl Topics {
                              `replication_factor` and `topic_config` to fit the policy"
                         )),
                         RDKafkaErrorCode::InvalidReplicationFactor => {
-                            let brokers = self.broker_count();
-                            replication_refused(
-                                &msg,
-                                self.settings.replication_factor,
-                                brokers,
-                            )
+                            let (brokers, broker_default) = self.broker_facts();
+                            let wanted = match self.settings.replication_factor {
+                                n if n > 0 => Wanted::Set(n),
+                                _ => Wanted::BrokerDefault(broker_default),
+                            };
+                            replication_refused(&msg, wanted, brokers)
                         }
                         RDKafkaErrorCode::InvalidPartitions
                         | RDKafkaErrorCode::InvalidConfig
@@ -242,13 +242,29 @@ impl Topics {
         Ok(())
     }
 
-    /// How many brokers the cluster's metadata lists (None: the metadata request failed).
-    fn broker_count(&self) -> Option<usize> {
-        self.admin
-            .inner()
-            .fetch_metadata(None, self.timeout)
+    /// How many brokers the cluster's metadata lists, and the `default.replication.factor` of
+    /// one of them (each None when its request failed).
+    fn broker_facts(&self) -> (Option<usize>, Option<i32>) {
+        let Ok(md) = self.admin.inner().fetch_metadata(None, self.timeout) else {
+            return (None, None);
+        };
+        let brokers = md.brokers().len();
+        let Some(id) = md.brokers().first().map(|b| b.id()) else {
+            return (Some(0), None);
+        };
+        let spec = ResourceSpecifier::Broker(id);
+        let opts = AdminOptions::new().request_timeout(Some(self.timeout));
+        let default = futures_executor::block_on(self.admin.describe_configs([&spec], &opts))
             .ok()
-            .map(|md| md.brokers().len())
+            .and_then(|res| res.into_iter().next())
+            .and_then(|r| r.ok())
+            .and_then(|r| {
+                r.entries
+                    .iter()
+                    .find(|e| e.name == "default.replication.factor")
+                    .and_then(|e| e.value.as_deref()?.parse().ok())
+            });
+        (Some(brokers), default)
     }
 
     /// Makes sure the data topic exists (creating it when missing). `true`: created now, its
@@ -471,27 +487,52 @@ fn led_in(md: &rdkafka::metadata::Metadata, topic: &str) -> bool {
     })
 }
 
+/// The replication factor a topic creation asked for.
+#[derive(Debug, Clone, Copy)]
+enum Wanted {
+    /// `[kafka] replication_factor` set.
+    Set(i32),
+    /// `replication_factor = -1`: the broker's `default.replication.factor` (None: it could
+    /// not be read).
+    BrokerDefault(Option<i32>),
+}
+
 /// What a topic creation refused as `InvalidReplicationFactor` means. The controller counts
 /// only the brokers it sees as live and unfenced: right after a broker (re)starts that can be
 /// fewer than the metadata lists, even none, and the refusal passes once the broker has
 /// registered (seen in the chaos run: a sluice started during a broker restart stopped with
-/// exit 1). So the refusal is transient when the cluster lists at least `replication_factor`
-/// brokers (or the count is unknown), and definite — the setting cannot be met — when it
-/// lists fewer; a broker-default factor (-1) cannot be judged and stays definite.
-fn replication_refused(msg: &str, replication_factor: i32, brokers: Option<usize>) -> Error {
-    let wanted = usize::try_from(replication_factor).ok().filter(|&n| n > 0);
-    match (wanted, brokers) {
+/// exit 1, with an explicit factor and again with the broker's default). So the refusal is
+/// transient when the cluster lists at least the factor's brokers (or either is unknown), and
+/// definite — the setting cannot be met — when it lists fewer.
+fn replication_refused(msg: &str, wanted: Wanted, brokers: Option<usize>) -> Error {
+    let (factor, what) = match wanted {
+        Wanted::Set(n) => (Some(n), format!("`[kafka] replication_factor` is {n}")),
+        Wanted::BrokerDefault(d) => (
+            d,
+            match d {
+                Some(d) => format!(
+                    "`[kafka] replication_factor` is -1, so the broker's \
+                     `default.replication.factor` ({d}) applies,"
+                ),
+                None => "`[kafka] replication_factor` is -1".to_string(),
+            },
+        ),
+    };
+    let factor = factor
+        .and_then(|n| usize::try_from(n).ok())
+        .filter(|&n| n > 0);
+    match (factor, brokers) {
         (Some(n), Some(have)) if have < n => Error::definite(format!(
-            "{msg}: `[kafka] replication_factor` is {n} but the cluster lists {have} broker(s);              set it to at most {have}"
+            "{msg}: {what} but the cluster lists {have} broker(s); set `[kafka] \
+             replication_factor` to at most {have}"
         )),
         (Some(n), Some(have)) => Error::transient(format!(
-            "{msg}: the cluster lists {have} broker(s), enough for replication_factor={n}, so a              broker that just started is not yet counted as live; tried again"
+            "{msg}: the cluster lists {have} broker(s), enough for a replication factor of {n}, \
+             so a broker that just started is not yet counted as live; tried again"
         )),
-        (Some(n), None) => Error::transient(format!(
-            "{msg}: the cluster's brokers could not be counted to check replication_factor={n};              tried again"
-        )),
-        (None, _) => Error::definite(format!(
-            "{msg}; check `[kafka] partitions`, `replication_factor` and `topic_config` (with              replication_factor = -1 the broker's `default.replication.factor` must not exceed              its live brokers)"
+        _ => Error::transient(format!(
+            "{msg}: {what}; the cluster's brokers or their default could not be read to judge \
+             it (a broker may be starting); tried again"
         )),
     }
 }
@@ -503,8 +544,9 @@ mod tests {
 
     #[test]
     fn a_refused_replication_factor_is_transient_only_while_the_brokers_suffice() {
-        let kind =
-            |rf, brokers| replication_refused("creating topic `t` failed", rf, brokers).kind();
+        let kind = |rf, brokers| {
+            replication_refused("creating topic `t` failed", Wanted::Set(rf), brokers).kind()
+        };
         assert_eq!(
             kind(1, Some(1)),
             ErrorKind::Transient,
@@ -517,14 +559,40 @@ mod tests {
             ErrorKind::Definite,
             "the setting cannot be met"
         );
-        assert_eq!(
-            kind(-1, Some(3)),
-            ErrorKind::Definite,
-            "the broker's default"
-        );
-        let e = replication_refused("creating topic `t` failed", 3, Some(1)).to_string();
+        let e =
+            replication_refused("creating topic `t` failed", Wanted::Set(3), Some(1)).to_string();
         for part in ["replication_factor` is 3", "lists 1 broker(s)", "at most 1"] {
             assert!(e.contains(part), "{part}: {e}");
+        }
+    }
+
+    #[test]
+    fn with_the_brokers_default_factor_the_default_is_judged() {
+        let refused = |default, brokers| {
+            replication_refused(
+                "creating topic `t` failed",
+                Wanted::BrokerDefault(default),
+                brokers,
+            )
+        };
+        // The chaos run's case: one broker, default 1, the broker just restarted.
+        assert_eq!(refused(Some(1), Some(1)).kind(), ErrorKind::Transient);
+        assert_eq!(
+            refused(None, Some(1)).kind(),
+            ErrorKind::Transient,
+            "the default could not be read"
+        );
+        assert_eq!(refused(Some(1), None).kind(), ErrorKind::Transient);
+        let e = refused(Some(3), Some(1));
+        assert_eq!(e.kind(), ErrorKind::Definite, "{e}");
+        let text = e.to_string();
+        for part in [
+            "replication_factor` is -1",
+            "`default.replication.factor` (3)",
+            "lists 1 broker(s)",
+            "at most 1",
+        ] {
+            assert!(text.contains(part), "{part}: {text}");
         }
     }
 
